@@ -1,0 +1,154 @@
+"""The bot's web app: Bot Framework messages, health, and the local documents the cards link to.
+
+python app.py        # builds or loads the local index, then serves on HOST:PORT
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import sys
+from pathlib import Path
+
+from aiohttp import web
+from botbuilder.core import ConversationState, MemoryStorage, TurnContext, UserState
+from botbuilder.integration.aiohttp import CloudAdapter, ConfigurationBotFrameworkAuthentication
+from botbuilder.schema import ActivityTypes
+
+from bot.crag_bot import CragBot
+from bot.runtime import BotRuntime
+from cards.strings import language_of, t
+from config import BotSettings
+from dialogs.main_dialog import MainDialog
+
+log = logging.getLogger("app")
+
+MAX_BODY_BYTES = 1024 * 1024
+RUNTIME = web.AppKey("runtime", BotRuntime)
+ADAPTER = web.AppKey("adapter", CloudAdapter)
+BOT = web.AppKey("bot", CragBot)
+
+
+def create_app(settings: BotSettings) -> web.Application:
+    runtime = BotRuntime(settings)
+    adapter = CloudAdapter(ConfigurationBotFrameworkAuthentication(settings.bot_framework_config()))
+    adapter.on_turn_error = _on_turn_error
+    storage = MemoryStorage()
+    conversation_state = ConversationState(storage)
+    user_state = UserState(storage)
+    bot = CragBot(runtime, conversation_state, user_state, MainDialog(runtime, conversation_state))
+
+    app = web.Application(client_max_size=MAX_BODY_BYTES, middlewares=[_error_middleware])
+    app[RUNTIME] = runtime
+    app[ADAPTER] = adapter
+    app[BOT] = bot
+    app.router.add_post("/api/messages", messages)
+    app.router.add_get("/api/health", health)
+    app.router.add_get("/docs/{path:.+}", document)
+    app.on_startup.append(_startup)
+    app.on_cleanup.append(_cleanup)
+    return app
+
+
+async def _startup(app: web.Application) -> None:
+    runtime = app[RUNTIME]
+    await runtime.start()
+    # The server answers at once; messages get a "still indexing" reply until the index is ready.
+    app["index_task"] = asyncio.create_task(runtime.load_index())
+
+
+async def _cleanup(app: web.Application) -> None:
+    task: asyncio.Task[None] = app["index_task"]
+    if not task.done():
+        task.cancel()
+    await app[RUNTIME].close()
+
+
+async def _on_turn_error(context: TurnContext, error: Exception) -> None:
+    # Log the details; the user gets a polite sentence, never a stack trace.
+    log.error("unhandled error in turn", exc_info=error)
+    if context.activity.type == ActivityTypes.message and not context.responded:
+        try:
+            await context.send_activity(t("error", language_of(context.activity.locale)))
+        except Exception:
+            log.exception("could not send the error message")
+
+
+@web.middleware
+async def _error_middleware(request: web.Request, handler):  # type: ignore[no-untyped-def]
+    try:
+        return await handler(request)
+    except web.HTTPException:
+        raise
+    except Exception:
+        log.exception("unhandled error serving %s %s", request.method, request.path)
+        return web.json_response({"error": "internal error"}, status=500)
+
+
+async def messages(request: web.Request) -> web.StreamResponse:
+    # Answer client errors ourselves: botbuilder 4.17 turns several of them into 500s.
+    if "application/json" not in request.headers.get("Content-Type", ""):
+        return web.json_response({"error": "Content-Type must be application/json"}, status=415)
+    try:
+        body = await request.json()
+    except web.HTTPRequestEntityTooLarge:
+        return web.json_response({"error": "activity too large"}, status=413)
+    except (ValueError, UnicodeDecodeError):
+        return web.json_response({"error": "body is not valid JSON"}, status=400)
+    if not isinstance(body, dict) or not isinstance(body.get("type"), str):
+        return web.json_response({"error": "body is not an activity"}, status=400)
+    if not body.get("serviceUrl") or not isinstance(body.get("conversation"), dict):
+        return web.json_response({"error": "activity lacks serviceUrl or conversation"}, status=400)
+    response = await request.app[ADAPTER].process(request, request.app[BOT])
+    return response or web.Response(status=201)
+
+
+async def health(request: web.Request) -> web.Response:
+    runtime = request.app[RUNTIME]
+    if not runtime.ready:
+        status = 503
+        payload = {"status": "error" if runtime.error else "indexing", "detail": runtime.error}
+    else:
+        assert runtime.engine is not None
+        status = 200
+        payload = {
+            "status": "ok",
+            "documents": runtime.index.documents,
+            "chunks": runtime.index.chunks,
+            "skipped_documents": len(runtime.index.skipped),
+            "providers": runtime.engine.providers,
+            "thresholds": {"upper": runtime.engine.config.upper, "lower": runtime.engine.config.lower},
+        }
+    return web.json_response(payload, status=status, dumps=lambda o: json.dumps(o, ensure_ascii=False))
+
+
+async def document(request: web.Request) -> web.StreamResponse:
+    """Serve a file of the documents folder, so local citations have a working link."""
+    runtime = request.app[RUNTIME]
+    root = runtime.settings.docs_dir.resolve()
+    target = (root / request.match_info["path"]).resolve()
+    if not target.is_relative_to(root) or not target.is_file():
+        raise web.HTTPNotFound(text="document not found")
+    return web.FileResponse(target, headers={"Content-Type": "text/plain; charset=utf-8"})
+
+
+def main() -> None:
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    logging.getLogger("bm25s").setLevel(logging.WARNING)
+    try:
+        settings = BotSettings()
+    except Exception as exc:  # pydantic's message names the bad setting
+        print(f"invalid settings: {exc}", file=sys.stderr)
+        raise SystemExit(2) from None
+    if not settings.docs_dir.is_dir():
+        print(f"documents folder not found: {settings.docs_dir} (set CRAG_DOCS_DIR)", file=sys.stderr)
+        raise SystemExit(2)
+    auth = "on" if settings.app_id else "off (Emulator / local)"
+    log.info("starting on http://%s:%d/api/messages, auth %s", settings.bind_host, settings.port, auth)
+    log.info("documents: %s", Path(settings.docs_dir).resolve())
+    web.run_app(create_app(settings), host=settings.bind_host, port=settings.port, print=None)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,90 @@
+"""Card button clicks (Action.Submit): validate the data, store the rating, acknowledge it."""
+
+from __future__ import annotations
+
+import logging
+import re
+from typing import Any
+
+from botbuilder.core import MessageFactory, TurnContext
+from pydantic import BaseModel, ValidationError, field_validator
+
+from bot.runtime import BotRuntime
+from cards.answer_card import FEEDBACK_ACTION
+from cards.strings import Lang, t
+from crag.feedback.store import FeedbackOutcome
+
+log = logging.getLogger(__name__)
+
+_RESULT_ID = re.compile(r"^[0-9a-f]{32}$")
+
+
+class FeedbackSubmit(BaseModel):
+    """The data of a feedback button; anything else in a submit is treated as tampered."""
+
+    action: str
+    result_id: str
+    reaction: str
+
+    @field_validator("action")
+    @classmethod
+    def _action(cls, v: str) -> str:
+        if v != FEEDBACK_ACTION:
+            raise ValueError("unknown action")
+        return v
+
+    @field_validator("result_id")
+    @classmethod
+    def _rid(cls, v: str) -> str:
+        if not _RESULT_ID.match(v):
+            raise ValueError("malformed result id")
+        return v
+
+    @field_validator("reaction")
+    @classmethod
+    def _reaction(cls, v: str) -> str:
+        if v not in ("up", "down"):
+            raise ValueError("unknown reaction")
+        return v
+
+
+def is_card_submit(activity_value: Any, text: str | None) -> bool:
+    return activity_value is not None and not (text or "").strip()
+
+
+async def handle_submit(context: TurnContext, runtime: BotRuntime, lang: Lang) -> None:
+    activity = context.activity
+    try:
+        data = FeedbackSubmit.model_validate(activity.value)
+    except ValidationError as exc:
+        log.warning(
+            "rejected card submit in %s: %s",
+            activity.conversation.id if activity.conversation else "?",
+            "; ".join(e["msg"] for e in exc.errors())[:200],
+        )
+        await context.send_activity(MessageFactory.text(t("feedback.invalid", lang)))
+        return
+    user_id = activity.from_property.id if activity.from_property else ""
+    try:
+        outcome = await runtime.feedback.record_feedback(
+            data.result_id,
+            "up" if data.reaction == "up" else "down",
+            activity.conversation.id,
+            user_id,
+            activity.channel_id or "",
+            source="card",
+        )
+    except Exception:
+        log.exception("could not store feedback for %s", data.result_id)
+        await context.send_activity(MessageFactory.text(t("feedback.failed", lang)))
+        return
+    if outcome is FeedbackOutcome.UNKNOWN_ANSWER:
+        log.warning("feedback for unknown answer %s in %s", data.result_id, activity.conversation.id)
+        await context.send_activity(MessageFactory.text(t("feedback.invalid", lang)))
+        return
+    log.info("feedback %s %s for %s", outcome.value, data.reaction, data.result_id)
+    key = "feedback.thanks_up" if data.reaction == "up" else "feedback.thanks_down"
+    message = t(key, lang)
+    if outcome is FeedbackOutcome.UPDATED:
+        message = f"{message} {t('feedback.updated', lang)}"
+    await context.send_activity(MessageFactory.text(message))

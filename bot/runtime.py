@@ -1,0 +1,85 @@
+"""What a turn needs besides the activity: settings, the engine (once the index is ready), feedback."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from dataclasses import dataclass, field
+
+from config import BotSettings
+from crag.engine import CragEngine
+from crag.factory import build_engine, open_local_index
+from crag.feedback.store import FeedbackStore
+from crag.search.local_index import BuildReport
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class IndexInfo:
+    documents: int = 0
+    chunks: int = 0
+    built: bool = False  # built on this start (False: loaded from disk)
+    skipped: list[str] = field(default_factory=list)
+    seconds: float = 0.0
+
+
+class BotRuntime:
+    def __init__(self, settings: BotSettings) -> None:
+        self.settings = settings
+        self.feedback = FeedbackStore(settings.feedback_db)
+        self.engine: CragEngine | None = None
+        self.index = IndexInfo()
+        self.error: str = ""
+        self._ready = asyncio.Event()
+
+    @property
+    def ready(self) -> bool:
+        return self.engine is not None
+
+    async def start(self) -> None:
+        await self.feedback.open()
+
+    async def load_index(self) -> None:
+        """Open (or build) the local index off the event loop, then create the engine."""
+        settings = self.settings
+
+        def progress(name: str, done: int, total: int) -> None:
+            if total and (done == total or done % max(1, total // 10) == 0):
+                log.info("indexing documents: %d/%d %s", done, total, name)
+
+        try:
+            index, report = await asyncio.to_thread(
+                open_local_index, settings, f"{settings.base_url}/docs", progress
+            )
+        except Exception as exc:
+            self.error = f"index unavailable: {exc.__class__.__name__}"
+            log.exception("could not open the local index from %s", settings.docs_dir)
+            return
+        self.index = _info(index.documents, index.size, report)
+        self.engine = build_engine(settings, index)
+        log.info(
+            "index ready: %d documents, %d chunks (%s)",
+            self.index.documents,
+            self.index.chunks,
+            f"built in {report.seconds:.1f}s" if report else "loaded",
+        )
+        for reason in self.index.skipped:
+            log.warning("skipped: %s", reason)
+        self._ready.set()
+
+    async def wait_ready(self, timeout: float) -> bool:
+        try:
+            await asyncio.wait_for(self._ready.wait(), timeout)
+        except TimeoutError:
+            return False
+        return True
+
+    async def close(self) -> None:
+        await self.feedback.close()
+
+
+def _info(documents: int, chunks: int, report: BuildReport | None) -> IndexInfo:
+    if report is None:
+        return IndexInfo(documents=documents, chunks=chunks)
+    return IndexInfo(documents, chunks, True, list(report.skipped), round(report.seconds, 2))

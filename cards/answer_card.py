@@ -1,0 +1,139 @@
+"""The answer card: answer, branch, cited files, web sources, passage scores and feedback buttons."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from cards.strings import Lang, t
+from crag.models import Branch, CragResult, WebStatus
+
+CARD_VERSION = "1.5"
+MAX_CARD_BYTES = 28_000
+FEEDBACK_ACTION = "crag.feedback"
+_MAX_SCORE_ROWS = 10
+
+
+def answer_card(result: CragResult, lang: Lang | None = None) -> dict[str, Any]:
+    lang = lang or result.language
+    body: list[dict[str, Any]] = [
+        {
+            "type": "ColumnSet",
+            "columns": [
+                {
+                    "type": "Column",
+                    "width": "stretch",
+                    "items": [_text(t("answer_title", lang), weight="Bolder", size="Medium")],
+                },
+                {
+                    "type": "Column",
+                    "width": "auto",
+                    "items": [
+                        _text(
+                            t(f"branch.{result.branch.value}", lang),
+                            color=_BRANCH_COLOR[result.branch],
+                            weight="Bolder",
+                            id="branch",
+                        )
+                    ],
+                },
+            ],
+        },
+        _text(result.answer, id="answer"),
+    ]
+    for notice in _notices(result, lang):
+        body.append(_text(notice, isSubtle=True, size="Small"))
+
+    docs = [c for c in result.citations if c.kind == "document"]
+    if docs:
+        body.append(_text(t("sources", lang), weight="Bolder", spacing="Medium"))
+        lines = [f"[{c.number}] {_link(c.title, c.url)} — `{c.file}`" for c in docs]
+        body.append(_text("\n\n".join(lines), id="cited_files"))
+    web = [c for c in result.citations if c.kind == "web"]
+    if web:
+        body.append(_text(t("web_sources", lang), weight="Bolder", spacing="Medium"))
+        body.append(_text("\n\n".join(f"[{c.number}] {_link(c.title, c.url)}" for c in web), id="web_urls"))
+
+    if result.graded:
+        facts = [
+            {
+                "title": f"{g.score:.2f} {'✓' if g.kept else '·'}",
+                "value": _clip(f"{g.chunk.file} › {' › '.join(g.chunk.headers[1:]) or g.chunk.title}", 90),
+            }
+            for g in sorted(result.graded, key=lambda g: -g.score)[:_MAX_SCORE_ROWS]
+        ]
+        body.append(
+            {
+                "type": "Container",
+                "id": "scores",
+                "spacing": "Medium",
+                "items": [
+                    _text(
+                        f"{t('relevance', lang)} (✓ {t('kept', lang)} / · {t('not_kept', lang)})",
+                        isSubtle=True,
+                        size="Small",
+                    ),
+                    {"type": "FactSet", "facts": facts},
+                ],
+            }
+        )
+
+    body.append(_text(t("helpful", lang), spacing="Medium", size="Small", isSubtle=True))
+    card = {
+        "type": "AdaptiveCard",
+        "$schema": "http://adaptivecards.io/schemas/adaptive-card.json",
+        "version": CARD_VERSION,
+        "msteams": {"width": "Full"},
+        "body": body,
+        "actions": [_feedback_action(result.id, "up", lang), _feedback_action(result.id, "down", lang)],
+    }
+    return _fit(card)
+
+
+def _feedback_action(result_id: str, reaction: str, lang: Lang) -> dict[str, Any]:
+    return {
+        "type": "Action.Submit",
+        "title": t("thumbs_up" if reaction == "up" else "thumbs_down", lang),
+        "data": {"action": FEEDBACK_ACTION, "result_id": result_id, "reaction": reaction},
+    }
+
+
+def _notices(result: CragResult, lang: Lang) -> list[str]:
+    notices = []
+    if result.web.status is WebStatus.OFF:
+        notices.append(t("web.off", lang))
+    elif result.web.status is WebStatus.FAILED:
+        notices.append(t("web.failed", lang))
+    if result.branch is Branch.INCORRECT:
+        notices.append(t("no_documents", lang))
+    return notices
+
+
+_BRANCH_COLOR = {Branch.CORRECT: "Good", Branch.AMBIGUOUS: "Warning", Branch.INCORRECT: "Accent"}
+
+
+def _text(text: str, **props: Any) -> dict[str, Any]:
+    return {"type": "TextBlock", "text": text, "wrap": True, **props}
+
+
+def _link(title: str, url: str) -> str:
+    title = _clip(title.replace("[", "(").replace("]", ")"), 80)
+    return f"[{title}]({url})" if url else title
+
+
+def _clip(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def card_size(card: dict[str, Any]) -> int:
+    return len(json.dumps(card, ensure_ascii=False).encode())
+
+
+def _fit(card: dict[str, Any]) -> dict[str, Any]:
+    """Keep the card under the size budget by shortening the answer (only a huge answer can exceed it)."""
+    while card_size(card) > MAX_CARD_BYTES:
+        answer = next(b for b in card["body"] if b.get("id") == "answer")
+        answer["text"] = _clip(answer["text"], max(200, len(answer["text"]) * 3 // 4))
+        if len(answer["text"]) <= 200:
+            break
+    return card

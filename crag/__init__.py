@@ -1,0 +1,1 @@
+"""The CRAG engine (rewrite -> retrieve -> grade -> decide -> [web] -> generate) and its providers."""

@@ -1,0 +1,142 @@
+"""The CRAG flow, top to bottom: rewrite -> retrieve -> grade -> decide -> [web] -> generate.
+
+The engine only sees the provider protocols; which LLM, index or web search is behind them is the
+factory's business. Every turn returns one CragResult, whatever fails along the way.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from crag.models import Branch, CragResult, GradedChunk, Turn, WebOutcome, WebStatus
+from crag.protocols import AnswerGenerator, Grader, QueryRewriter, Retriever, WebSearch
+from crag.text.lang import detect_language
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class EngineConfig:
+    upper: float = 0.8
+    lower: float = 0.4
+    top_k: int = 10
+    web_results: int = 5
+
+
+def decide(graded: Sequence[GradedChunk], upper: float, lower: float) -> tuple[Branch, list[GradedChunk]]:
+    """The CRAG branch and the chunks it keeps (best first)."""
+    ranked = sorted(graded, key=lambda g: -g.score)
+    if ranked and ranked[0].score >= upper:
+        return Branch.CORRECT, [g for g in ranked if g.score >= upper]
+    kept = [g for g in ranked if g.score >= lower]
+    return (Branch.AMBIGUOUS if kept else Branch.INCORRECT), kept
+
+
+class CragEngine:
+    def __init__(
+        self,
+        rewriter: QueryRewriter,
+        retriever: Retriever,
+        grader: Grader,
+        web: WebSearch,
+        generator: AnswerGenerator,
+        config: EngineConfig | None = None,
+    ) -> None:
+        self.rewriter = rewriter
+        self.retriever = retriever
+        self.grader = grader
+        self.web = web
+        self.generator = generator
+        self.config = config or EngineConfig()
+
+    @property
+    def providers(self) -> dict[str, str]:
+        return {
+            "rewrite": self.rewriter.name,
+            "search": self.retriever.name,
+            "grade": self.grader.name,
+            "web": self.web.name,
+            "generate": self.generator.name,
+        }
+
+    async def run(self, question: str, history: Sequence[Turn] = ()) -> CragResult:
+        timings: dict[str, float] = {}
+        clock = _Clock(timings)
+        language = detect_language(question)
+
+        with clock("rewrite"):
+            query = await self.rewriter.rewrite(question, history)
+        with clock("retrieve"):
+            candidates = await self.retriever.search(query, self.config.top_k)
+        with clock("grade"):
+            graded = await self._grade(question, candidates)
+        branch, kept = decide(graded, self.config.upper, self.config.lower)
+        for g in kept:
+            g.kept = True
+
+        web = WebOutcome(status=WebStatus.NOT_NEEDED)
+        web_query = ""
+        if branch is not Branch.CORRECT:
+            with clock("web"):
+                web_query = await self.rewriter.rewrite_for_web(question, history)
+                web = await self.web.search(web_query, self.config.web_results)
+
+        with clock("generate"):
+            answer = await self.generator.generate(question, language, kept, web.results)
+        timings["total"] = round(sum(timings.values()), 2)
+        return CragResult(
+            question=question,
+            language=language,
+            queries=[query],
+            web_query=web_query,
+            branch=branch,
+            graded=graded,
+            web=web,
+            answer=answer.text,
+            refused=answer.refused,
+            citations=answer.citations,
+            timings_ms=timings,
+            providers=self.providers,
+        )
+
+    async def _grade(self, question: str, candidates: list[GradedChunk]) -> list[GradedChunk]:
+        if not candidates:
+            return []
+        try:
+            scores = await self.grader.grade(question, [g.chunk for g in candidates])
+        except Exception:
+            # A failed grade counts as 0.0 (not relevant): the turn goes on towards the web.
+            log.exception("grading failed; treating %d chunks as irrelevant", len(candidates))
+            scores = [0.0] * len(candidates)
+        if len(scores) != len(candidates):
+            log.error("grader returned %d scores for %d chunks", len(scores), len(candidates))
+            scores = [*scores, *[0.0] * len(candidates)][: len(candidates)]
+        for g, s in zip(candidates, scores, strict=True):
+            g.score = min(1.0, max(0.0, float(s)))
+        return candidates
+
+
+class _Clock:
+    """Accumulates wall time per stage in milliseconds."""
+
+    def __init__(self, timings: dict[str, float]) -> None:
+        self._timings = timings
+        self._stage = ""
+        self._start = 0.0
+
+    def __call__(self, stage: str) -> _Clock:
+        self._stage = stage
+        return self
+
+    def __enter__(self) -> None:
+        self._start = time.perf_counter()
+
+    def __exit__(self, *exc: object) -> None:
+        elapsed = (time.perf_counter() - self._start) * 1000
+        self._timings[self._stage] = round(self._timings.get(self._stage, 0.0) + elapsed, 2)
+
+
+__all__ = ["CragEngine", "EngineConfig", "decide"]

@@ -1,0 +1,94 @@
+"""Metric functions of the evaluation contract; pure, each over per-question records."""
+
+from __future__ import annotations
+
+import re
+import statistics
+import unicodedata
+from collections.abc import Sequence
+
+from pydantic import BaseModel
+
+_SPACE = re.compile(r"\s+")
+
+
+class Record(BaseModel):
+    """What the metrics need to know about one answered question."""
+
+    in_corpus: bool
+    expected_branch: str
+    gold_file: str | None
+    answers: list[str]
+    branch: str
+    answer: str
+    cited_files: list[str]
+    retrieved_files: list[str]  # files of the retrieved chunks, in rank order, before grading
+    retrieved_texts: list[str]  # the same chunks' texts
+    latency_ms: float
+
+
+def normalize(text: str) -> str:
+    return _SPACE.sub("", unicodedata.normalize("NFKC", text)).lower()
+
+
+def contains_any(text: str, answers: Sequence[str]) -> bool:
+    haystack = normalize(text)
+    return any(normalize(a) and normalize(a) in haystack for a in answers)
+
+
+def recall_at(records: Sequence[Record], k: int) -> float:
+    rows = [r for r in records if r.in_corpus]
+    return _mean([r.gold_file in r.retrieved_files[:k] for r in rows])
+
+
+def mrr_at(records: Sequence[Record], k: int) -> float:
+    rows = [r for r in records if r.in_corpus]
+    ranks = []
+    for r in rows:
+        top = r.retrieved_files[:k]
+        ranks.append(1.0 / (top.index(r.gold_file) + 1) if r.gold_file in top else 0.0)
+    return _mean(ranks)
+
+
+def answer_recall_at(records: Sequence[Record], k: int) -> float:
+    rows = [r for r in records if r.in_corpus]
+    return _mean([any(contains_any(t, r.answers) for t in r.retrieved_texts[:k]) for r in rows])
+
+
+def percentile(values: Sequence[float], q: float) -> float:
+    if not values:
+        return 0.0
+    ordered = sorted(values)
+    pos = (len(ordered) - 1) * q
+    lo, hi = int(pos), min(int(pos) + 1, len(ordered) - 1)
+    return ordered[lo] + (ordered[hi] - ordered[lo]) * (pos - lo)
+
+
+def compute_metrics(records: Sequence[Record]) -> dict[str, float]:
+    inside = [r for r in records if r.in_corpus]
+    withheld = [r for r in records if not r.in_corpus]
+    latencies = [r.latency_ms for r in records]
+    return {
+        "questions": len(records),
+        "in_corpus": len(inside),
+        "withheld": len(withheld),
+        "retrieval.recall_at_1": recall_at(records, 1),
+        "retrieval.recall_at_5": recall_at(records, 5),
+        "retrieval.recall_at_10": recall_at(records, 10),
+        "retrieval.mrr_at_10": mrr_at(records, 10),
+        "retrieval.answer_recall_at_5": answer_recall_at(records, 5),
+        "routing.accuracy": _mean([r.branch == r.expected_branch for r in records]),
+        "routing.in_corpus_internal": _mean(
+            [r.branch in ("correct", "ambiguous") and r.gold_file in r.cited_files for r in inside]
+        ),
+        "routing.withheld_web": _mean([r.branch in ("ambiguous", "incorrect") for r in withheld]),
+        "answer.in_corpus_contains_gold": _mean([contains_any(r.answer, r.answers) for r in inside]),
+        "answer.withheld_contains_gold": _mean([contains_any(r.answer, r.answers) for r in withheld]),
+        "answer.mean_chars": statistics.fmean([len(r.answer) for r in records]) if records else 0.0,
+        "latency_ms.p50": percentile(latencies, 0.5),
+        "latency_ms.p95": percentile(latencies, 0.95),
+    }
+
+
+def _mean(values: Sequence[bool] | Sequence[float]) -> float:
+    return sum(float(v) for v in values) / len(values) if values else 0.0

@@ -1,0 +1,1 @@
+"""The feedback store: every answer given and every rating received, in SQLite."""

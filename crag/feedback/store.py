@@ -1,0 +1,149 @@
+"""SQLite store of answers and their feedback.
+
+Each answer is recorded when it is sent, so a rating needs only the answer's id: the card carries
+no question or answer text that a tampered click could falsify, and a rating for an answer this
+store never gave (or gave in another conversation) is refused.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+from enum import StrEnum
+from pathlib import Path
+from typing import Any, Literal
+
+import aiosqlite
+
+from crag.models import CragResult
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS answers (
+    result_id TEXT PRIMARY KEY,
+    created_at TEXT NOT NULL,
+    conversation_id TEXT NOT NULL,
+    user_id TEXT NOT NULL,
+    channel_id TEXT NOT NULL,
+    language TEXT NOT NULL,
+    question TEXT NOT NULL,
+    answer TEXT NOT NULL,
+    branch TEXT NOT NULL,
+    cited_files TEXT NOT NULL,
+    web_urls TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS answer_feedback (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    created_at TEXT NOT NULL,
+    updated_at TEXT NOT NULL,
+    result_id TEXT NOT NULL REFERENCES answers(result_id),
+    reaction TEXT NOT NULL CHECK (reaction IN ('up', 'down')),
+    comment TEXT NOT NULL DEFAULT '',
+    source TEXT NOT NULL,
+    question TEXT NOT NULL,
+    answer TEXT NOT NULL,
+    branch TEXT NOT NULL,
+    cited_files TEXT NOT NULL,
+    conversation_id TEXT NOT NULL,
+    user_id TEXT NOT NULL,
+    channel_id TEXT NOT NULL,
+    UNIQUE (result_id, user_id)
+);
+"""
+
+Reaction = Literal["up", "down"]
+
+
+class FeedbackOutcome(StrEnum):
+    STORED = "stored"
+    UPDATED = "updated"  # the same user changed or repeated their rating
+    UNKNOWN_ANSWER = "unknown_answer"
+
+
+class FeedbackStore:
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._db: aiosqlite.Connection | None = None
+
+    async def open(self) -> None:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._db = await aiosqlite.connect(self.path)
+        # WAL: readers (exports, stats) never block the bot's writes.
+        await self._db.execute("PRAGMA journal_mode=WAL")
+        await self._db.execute("PRAGMA busy_timeout=5000")
+        await self._db.executescript(_SCHEMA)
+        await self._db.commit()
+
+    async def close(self) -> None:
+        if self._db is not None:
+            await self._db.close()
+            self._db = None
+
+    @property
+    def db(self) -> aiosqlite.Connection:
+        if self._db is None:
+            raise RuntimeError("feedback store is not open")
+        return self._db
+
+    async def record_answer(
+        self, result: CragResult, conversation_id: str, user_id: str, channel_id: str
+    ) -> None:
+        await self.db.execute(
+            "INSERT OR REPLACE INTO answers VALUES (?,?,?,?,?,?,?,?,?,?,?)",
+            (
+                result.id,
+                result.created_at.isoformat(),
+                conversation_id,
+                user_id,
+                channel_id,
+                result.language,
+                result.question,
+                result.answer,
+                result.branch.value,
+                json.dumps(result.cited_files, ensure_ascii=False),
+                json.dumps(result.web_urls, ensure_ascii=False),
+            ),
+        )
+        await self.db.commit()
+
+    async def record_feedback(
+        self,
+        result_id: str,
+        reaction: Reaction,
+        conversation_id: str,
+        user_id: str,
+        channel_id: str,
+        source: str = "card",
+        comment: str = "",
+    ) -> FeedbackOutcome:
+        async with self.db.execute(
+            "SELECT question, answer, branch, cited_files FROM answers "
+            "WHERE result_id = ? AND conversation_id = ?",
+            (result_id, conversation_id),
+        ) as cur:
+            row = await cur.fetchone()
+        if row is None:
+            return FeedbackOutcome.UNKNOWN_ANSWER
+        now = datetime.now(UTC).isoformat()
+        async with self.db.execute(
+            "SELECT 1 FROM answer_feedback WHERE result_id = ? AND user_id = ?", (result_id, user_id)
+        ) as cur:
+            existed = await cur.fetchone() is not None
+        await self.db.execute(
+            "INSERT INTO answer_feedback (created_at, updated_at, result_id, reaction, comment, source,"
+            " question, answer, branch, cited_files, conversation_id, user_id, channel_id)"
+            " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)"
+            " ON CONFLICT (result_id, user_id) DO UPDATE SET reaction = excluded.reaction,"
+            " updated_at = excluded.updated_at, source = excluded.source,"
+            " comment = CASE WHEN excluded.comment != '' THEN excluded.comment ELSE comment END",
+            (now, now, result_id, reaction, comment, source, *row, conversation_id, user_id, channel_id),
+        )
+        await self.db.commit()
+        return FeedbackOutcome.UPDATED if existed else FeedbackOutcome.STORED
+
+    async def feedback_rows(self) -> list[dict[str, Any]]:
+        self.db.row_factory = aiosqlite.Row
+        try:
+            async with self.db.execute("SELECT * FROM answer_feedback ORDER BY id") as cur:
+                return [dict(r) for r in await cur.fetchall()]
+        finally:
+            self.db.row_factory = None

@@ -1,0 +1,1 @@
+"""Answer generation from the kept knowledge, with citations."""

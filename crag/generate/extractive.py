@@ -1,0 +1,152 @@
+"""An extractive answer composer: the best sentences of the kept knowledge, concise, with citations.
+
+Without a generative model the most faithful answer is the document's own words: pick the sentence
+holding most of the question's information, add a second one when it brings more of it and the
+answer stays short, and cite where each came from.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+from crag.messages import REFUSAL
+from crag.models import Citation, GeneratedAnswer, GradedChunk, WebResult
+from crag.search.local_index import LocalIndex
+from crag.text.overlap import WeightedQuery, weighted_query
+from crag.text.sentences import split_sentences
+
+# Questions asking for a date, a count or an amount; their answer sentence holds a number.
+_NUMBER_QUESTION = re.compile(
+    r"いつ|何年|何月|何日|何時|何人|何個|何回|何歳|何%|何パーセント|何割|何倍|何キロ|何メートル|何円|いくつ|いくら|"
+    r"どのくらい|どれくらい|何度|何世紀|何ヶ月|何か月|\bwhen\b|\bhow (many|much|long|old|far|often)\b|"
+    r"\bwhat (year|date|time|percentage|age)\b|\bwhich year\b",
+    re.IGNORECASE,
+)
+_HAS_NUMBER = re.compile(
+    r"[0-9０-９]|[〇一二三四五六七八九十百千万]+(年|月|日|人|個|回|歳|円|か月|ヶ月|世紀|倍|割)"
+)
+
+
+@dataclass
+class _Candidate:
+    text: str
+    source: int  # index into the sources list
+    order: int  # position inside its source, to keep reading order
+    score: float
+
+
+@dataclass
+class _Source:
+    citation: Citation
+    weight: float  # the grade of the chunk (web results count as moderately relevant)
+
+
+class ExtractiveComposer:
+    name = "local-extractive"
+
+    def __init__(self, index: LocalIndex, max_chars: int = 300) -> None:
+        self._index = index
+        self._max_chars = max_chars
+
+    async def generate(
+        self,
+        question: str,
+        language: Literal["ja", "en"],
+        chunks: Sequence[GradedChunk],
+        web: Sequence[WebResult],
+    ) -> GeneratedAnswer:
+        query = weighted_query(self._index.words(question), self._index.idf)
+        sources, candidates = self._candidates(query, question, chunks, web)
+        chosen = self._choose(candidates)
+        if not chosen:
+            return GeneratedAnswer(text=REFUSAL[language], refused=True)
+        numbers: dict[int, int] = {}
+        parts: list[str] = []
+        for cand in chosen:  # best sentence first: its source is [1]
+            numbers.setdefault(cand.source, len(numbers) + 1)
+        # Reading order: by citation number, then by position inside the source.
+        for cand in sorted(chosen, key=lambda c: (numbers[c.source], c.order)):
+            parts.append(f"{cand.text} [{numbers[cand.source]}]")
+        citations = [
+            sources[src].citation.model_copy(update={"number": n})
+            for src, n in sorted(numbers.items(), key=lambda kv: kv[1])
+        ]
+        joiner = "" if language == "ja" else " "
+        return GeneratedAnswer(text=joiner.join(parts), citations=citations)
+
+    def _candidates(
+        self, query: WeightedQuery, question: str, chunks: Sequence[GradedChunk], web: Sequence[WebResult]
+    ) -> tuple[list[_Source], list[_Candidate]]:
+        sources: list[_Source] = []
+        candidates: list[_Candidate] = []
+        wants_number = bool(_NUMBER_QUESTION.search(question))
+        for g in chunks:
+            c = g.chunk
+            citation = Citation(
+                number=0, kind="document", title=c.title, url=c.url, file=c.file, excerpt=c.text[:160]
+            )
+            sources.append(_Source(citation, g.score))
+            context = frozenset(self._index.terms(" ".join(c.headers)))
+            candidates.extend(
+                self._sentences(query, c.text, context, len(sources) - 1, g.score, wants_number)
+            )
+        for w in web:
+            citation = Citation(number=0, kind="web", title=w.title, url=w.url, excerpt=w.snippet[:160])
+            sources.append(_Source(citation, 0.6))
+            context = frozenset(self._index.terms(w.title))
+            candidates.extend(self._sentences(query, w.snippet, context, len(sources) - 1, 0.6, wants_number))
+        return sources, candidates
+
+    def _sentences(
+        self,
+        query: WeightedQuery,
+        text: str,
+        context: frozenset[str],
+        source: int,
+        weight: float,
+        wants_number: bool,
+    ) -> list[_Candidate]:
+        out = []
+        for order, sentence in enumerate(split_sentences(text)):
+            terms = frozenset(self._index.terms(sentence))
+            own = query.coverage(terms)
+            framed = query.coverage(terms | context)  # the title counts: 「天治」 is rarely repeated
+            score = 0.0
+            if framed > 0:
+                score = 0.7 * own + 0.3 * framed + 0.1 * weight - 0.002 * order
+                if wants_number and _HAS_NUMBER.search(sentence):
+                    score += 0.15
+            # A sentence sharing nothing with the question is kept only as a possible follower.
+            out.append(_Candidate(sentence, source, order, max(score, 0.0)))
+        return out
+
+    def _choose(self, candidates: list[_Candidate]) -> list[_Candidate]:
+        """The best sentence, the one after it (answers often follow the sentence that matches the
+        question), then the next best sentence, as long as the answer stays within the budget."""
+        if not candidates:
+            return []
+        ranked = sorted(candidates, key=lambda c: -c.score)
+        best = ranked[0]
+        if best.score <= 0:
+            return []
+        best.text = _trim(best.text, self._max_chars)
+        chosen = [best]
+        budget = self._max_chars - len(best.text)
+        following = [c for c in candidates if c.source == best.source and c.order == best.order + 1]
+        runner_up = [c for c in ranked[1:] if c.score > 0 and c.score >= 0.5 * best.score]
+        for cand in following[:1] + runner_up:
+            if cand not in chosen and len(cand.text) + 5 <= budget:
+                chosen.append(cand)
+                budget -= len(cand.text) + 5
+                if len(chosen) == 3 or cand in runner_up:
+                    break
+        return chosen
+
+
+def _trim(text: str, max_chars: int) -> str:
+    if len(text) <= max_chars:
+        return text
+    return text[: max_chars - 1].rstrip() + "…"

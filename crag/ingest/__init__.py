@@ -1,0 +1,1 @@
+"""Files -> documents -> chunks, for the local index (and later Azure AI Search)."""

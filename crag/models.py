@@ -1,0 +1,120 @@
+"""Pydantic models at the engine's boundaries: what flows from the engine to cards, storage, logs and eval."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import UTC, datetime
+from enum import StrEnum
+from typing import Literal
+
+from pydantic import BaseModel, Field
+
+
+class Branch(StrEnum):
+    CORRECT = "correct"  # internal documents only
+    AMBIGUOUS = "ambiguous"  # documents plus web
+    INCORRECT = "incorrect"  # web only
+
+
+class Chunk(BaseModel):
+    """One retrievable piece of a document, with enough provenance to cite it."""
+
+    id: str
+    file: str  # path relative to the documents folder, forward slashes
+    title: str
+    headers: list[str] = Field(default_factory=list)  # H1..H3 path leading to this chunk
+    text: str
+    url: str = ""
+    ordinal: int = 0  # position of the chunk inside its file
+
+    @property
+    def header_path(self) -> str:
+        return " > ".join(self.headers)
+
+
+class GradedChunk(BaseModel):
+    chunk: Chunk
+    retrieval_score: float = 0.0
+    score: float = 0.0  # relevance to the question, 0.0-1.0 on the rubric
+    kept: bool = False
+
+
+class WebResult(BaseModel):
+    title: str
+    url: str
+    snippet: str
+    kind: Literal["answer_box", "organic", "related_question"] = "organic"
+
+
+class WebStatus(StrEnum):
+    NOT_NEEDED = "not_needed"  # branch was correct: the web was not consulted
+    OFF = "off"  # no web search provider configured
+    OK = "ok"
+    FAILED = "failed"
+
+
+class WebOutcome(BaseModel):
+    status: WebStatus
+    results: list[WebResult] = Field(default_factory=list)
+    message: str = ""  # safe to show: never contains keys or raw exceptions
+
+
+class Citation(BaseModel):
+    number: int  # the [n] marker used in the answer text
+    kind: Literal["document", "web"]
+    title: str
+    url: str = ""
+    file: str = ""  # documents only
+    excerpt: str = ""
+
+
+class GeneratedAnswer(BaseModel):
+    text: str
+    citations: list[Citation] = Field(default_factory=list)
+    refused: bool = False  # the fixed "cannot answer" text was returned
+
+
+class CragResult(BaseModel):
+    """Everything one engine turn produced; the single object cards, storage, logs and eval read."""
+
+    id: str = Field(default_factory=lambda: uuid.uuid4().hex)
+    created_at: datetime = Field(default_factory=lambda: datetime.now(UTC))
+    question: str
+    language: Literal["ja", "en"]
+    queries: list[str] = Field(default_factory=list)
+    web_query: str = ""
+    branch: Branch
+    graded: list[GradedChunk] = Field(default_factory=list)
+    web: WebOutcome = Field(default_factory=lambda: WebOutcome(status=WebStatus.NOT_NEEDED))
+    answer: str
+    refused: bool = False
+    citations: list[Citation] = Field(default_factory=list)
+    followups: list[str] = Field(default_factory=list)
+    notices: list[str] = Field(default_factory=list)
+    timings_ms: dict[str, float] = Field(default_factory=dict)
+    llm_calls: int = 0
+    llm_tokens: int = 0
+    providers: dict[str, str] = Field(default_factory=dict)
+
+    @property
+    def kept(self) -> list[GradedChunk]:
+        return [g for g in self.graded if g.kept]
+
+    @property
+    def cited_files(self) -> list[str]:
+        seen: list[str] = []
+        for c in self.citations:
+            if c.kind == "document" and c.file not in seen:
+                seen.append(c.file)
+        return seen
+
+    @property
+    def web_urls(self) -> list[str]:
+        return [c.url for c in self.citations if c.kind == "web" and c.url]
+
+
+class Turn(BaseModel):
+    """One earlier exchange of the conversation, for follow-up aware rewriting."""
+
+    question: str
+    answer: str = ""

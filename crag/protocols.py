@@ -1,0 +1,58 @@
+"""The small interfaces the engine talks to; it never knows which LLM, index or web search is behind them."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Literal, Protocol
+
+from crag.models import Chunk, GeneratedAnswer, GradedChunk, Turn, WebOutcome, WebResult
+
+
+class QueryRewriter(Protocol):
+    name: str
+
+    async def rewrite(self, question: str, history: Sequence[Turn]) -> str:
+        """Search keywords for the document index."""
+        ...
+
+    async def rewrite_for_web(self, question: str, history: Sequence[Turn]) -> str:
+        """A query for a web search engine."""
+        ...
+
+
+class Retriever(Protocol):
+    name: str
+
+    async def search(self, query: str, top_k: int) -> list[GradedChunk]:
+        """The top_k chunks for the query, best first, with retrieval_score set and score unset."""
+        ...
+
+
+class Grader(Protocol):
+    name: str
+
+    async def grade(self, question: str, chunks: Sequence[Chunk]) -> list[float]:
+        """Relevance of each chunk to the question on the 0.0-1.0 rubric, in input order."""
+        ...
+
+
+class WebSearch(Protocol):
+    name: str
+
+    async def search(self, query: str, num: int) -> WebOutcome:
+        """Never raises: failures come back as WebOutcome(status=FAILED, message=...)."""
+        ...
+
+
+class AnswerGenerator(Protocol):
+    name: str
+
+    async def generate(
+        self,
+        question: str,
+        language: Literal["ja", "en"],
+        chunks: Sequence[GradedChunk],
+        web: Sequence[WebResult],
+    ) -> GeneratedAnswer:
+        """An answer from the given knowledge only, with numbered citations, or the refusal text."""
+        ...

@@ -1,0 +1,1 @@
+"""Query rewriting: question (+ recent turns) -> search keywords."""

@@ -1,0 +1,1 @@
+"""Document retrieval providers: the local index (default) and, later, Azure AI Search."""

@@ -1,0 +1,222 @@
+"""The on-disk local index: chunks + a BM25 index (bm25s) over Sudachi terms + term statistics.
+
+Built from a folder of files; rebuilt when a file's content hash, the file set or an index-shaping
+setting changes, loaded (memory-mapped) otherwise.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import math
+import shutil
+import time
+from collections import Counter
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from urllib.parse import quote
+
+import bm25s
+import numpy as np
+
+from crag.ingest.chunker import chunk_document
+from crag.ingest.loaders import DocumentError, discover, load
+from crag.models import Chunk
+from crag.text.tokenize import TermExtractor, term_extractor
+
+log = logging.getLogger(__name__)
+# bm25s logs every build at DEBUG through its own handler; keep the bot's log readable.
+logging.getLogger("bm25s").setLevel(logging.WARNING)
+
+# Bump when tokenization or chunking changes so that old indexes are rebuilt, not misread.
+INDEX_FORMAT = 4
+
+
+@dataclass(frozen=True)
+class BuildReport:
+    documents: int
+    chunks: int
+    skipped: list[str]  # human-readable reasons, one per broken file
+    seconds: float
+    bytes: int
+
+
+@dataclass(frozen=True)
+class SearchHit:
+    chunk: Chunk
+    score: float
+
+
+def _file_hash(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def _fingerprint(docs_dir: Path, max_chars: int, base_url: str) -> dict[str, object]:
+    files = discover(docs_dir) if docs_dir.is_dir() else []
+    return {
+        "format": INDEX_FORMAT,
+        "max_chars": max_chars,
+        "base_url": base_url,
+        "files": {p.relative_to(docs_dir).as_posix(): _file_hash(p) for p in files},
+    }
+
+
+def document_url(base_url: str, rel_file: str) -> str:
+    return base_url.rstrip("/") + "/" + quote(rel_file) if base_url else ""
+
+
+class LocalIndex:
+    def __init__(
+        self,
+        chunks: list[Chunk],
+        bm25: bm25s.BM25,
+        doc_freq: dict[str, int],
+        documents: int,
+        extractor: TermExtractor,
+    ) -> None:
+        self.chunks = chunks
+        self.documents = documents
+        self._bm25 = bm25
+        self._df = doc_freq
+        self._n = max(1, len(chunks))
+        self.terms = extractor.terms
+        self.words = extractor.analyze
+
+    # -- statistics used by the grader ---------------------------------------------------------
+    def idf(self, term: str) -> float:
+        """BM25 idf; a term absent from the corpus gets the idf of a term seen half a time."""
+        df = self._df.get(term, 0)
+        return math.log(1.0 + (self._n - df + 0.5) / (df + 0.5))
+
+    def doc_freq(self, term: str) -> int:
+        return self._df.get(term, 0)
+
+    @property
+    def size(self) -> int:
+        return len(self.chunks)
+
+    # -- search ---------------------------------------------------------------------------------
+    def search_terms(self, terms: Sequence[str], k: int) -> list[SearchHit]:
+        known = [t for t in dict.fromkeys(terms) if t in self._df]
+        if not known or not self.chunks:
+            return []
+        scores = self._bm25.get_scores(known)
+        k = min(k, len(self.chunks))
+        top = np.argpartition(-scores, k - 1)[:k]
+        top = top[np.argsort(-scores[top], kind="stable")]
+        # bm25s scores documents containing none of the terms 0: they are not hits.
+        return [SearchHit(self.chunks[i], float(scores[i])) for i in top if scores[i] > 0]
+
+    # -- persistence ----------------------------------------------------------------------------
+    @classmethod
+    def build(
+        cls,
+        docs_dir: Path,
+        index_dir: Path,
+        max_chars: int = 1200,
+        base_url: str = "",
+        progress: Callable[[str, int, int], None] | None = None,
+    ) -> tuple[LocalIndex, BuildReport]:
+        started = time.perf_counter()
+        if not docs_dir.is_dir():
+            raise FileNotFoundError(f"documents folder not found: {docs_dir}")
+        extractor = term_extractor()
+        files = discover(docs_dir)
+        chunks: list[Chunk] = []
+        skipped: list[str] = []
+        total_bytes = 0
+        for i, path in enumerate(files):
+            if progress:
+                progress(path.name, i, len(files))
+            try:
+                doc = load(path, docs_dir)
+            except DocumentError as exc:
+                log.warning("skipping document: %s", exc)
+                skipped.append(str(exc))
+                continue
+            total_bytes += len(doc.text.encode())
+            chunks.extend(chunk_document(doc, max_chars, document_url(base_url, doc.file)))
+        if progress:
+            progress("", len(files), len(files))
+        tokens = [extractor.terms(_indexed_text(c)) for c in chunks]
+        df: Counter[str] = Counter()
+        for toks in tokens:
+            df.update(set(toks))
+        bm25 = bm25s.BM25()
+        if chunks:
+            bm25.index(tokens, show_progress=False)
+        index = cls(chunks, bm25, dict(df), len(files) - len(skipped), extractor)
+        index._save(index_dir, _fingerprint(docs_dir, max_chars, base_url))
+        report = BuildReport(
+            documents=index.documents,
+            chunks=len(chunks),
+            skipped=skipped,
+            seconds=time.perf_counter() - started,
+            bytes=total_bytes,
+        )
+        return index, report
+
+    def _save(self, index_dir: Path, fingerprint: dict[str, object]) -> None:
+        # Write to a sibling folder, then swap: a crash mid-build never leaves a half index behind.
+        tmp = index_dir.with_name(index_dir.name + ".building")
+        shutil.rmtree(tmp, ignore_errors=True)
+        tmp.mkdir(parents=True)
+        with (tmp / "chunks.jsonl").open("w", encoding="utf-8") as f:
+            for c in self.chunks:
+                f.write(c.model_dump_json() + "\n")
+        (tmp / "doc_freq.json").write_text(json.dumps(self._df, ensure_ascii=False), "utf-8")
+        if self.chunks:
+            self._bm25.save(str(tmp / "bm25"), show_progress=False)
+        meta = {"fingerprint": fingerprint, "documents": self.documents, "chunks": len(self.chunks)}
+        (tmp / "manifest.json").write_text(json.dumps(meta, ensure_ascii=False, indent=1), "utf-8")
+        old = index_dir.with_name(index_dir.name + ".old")
+        shutil.rmtree(old, ignore_errors=True)
+        if index_dir.exists():
+            index_dir.rename(old)
+        tmp.rename(index_dir)
+        shutil.rmtree(old, ignore_errors=True)
+
+    @classmethod
+    def load(cls, index_dir: Path) -> LocalIndex:
+        meta = json.loads((index_dir / "manifest.json").read_text("utf-8"))
+        with (index_dir / "chunks.jsonl").open(encoding="utf-8") as f:
+            chunks = [Chunk.model_validate_json(line) for line in f if line.strip()]
+        df = json.loads((index_dir / "doc_freq.json").read_text("utf-8"))
+        bm25 = (
+            bm25s.BM25.load(str(index_dir / "bm25"), mmap=True, show_progress=False)
+            if chunks
+            else bm25s.BM25()
+        )
+        return cls(chunks, bm25, df, int(meta["documents"]), term_extractor())
+
+    @staticmethod
+    def is_current(docs_dir: Path, index_dir: Path, max_chars: int, base_url: str) -> bool:
+        try:
+            meta = json.loads((index_dir / "manifest.json").read_text("utf-8"))
+        except (OSError, ValueError):
+            return False
+        return bool(meta.get("fingerprint") == _fingerprint(docs_dir, max_chars, base_url))
+
+    @classmethod
+    def open(
+        cls,
+        docs_dir: Path,
+        index_dir: Path,
+        max_chars: int = 1200,
+        base_url: str = "",
+        progress: Callable[[str, int, int], None] | None = None,
+    ) -> tuple[LocalIndex, BuildReport | None]:
+        """Load the index if it matches the documents, otherwise (re)build it."""
+        if cls.is_current(docs_dir, index_dir, max_chars, base_url):
+            try:
+                return cls.load(index_dir), None
+            except (OSError, ValueError, KeyError) as exc:
+                log.warning("local index unreadable (%s); rebuilding", exc.__class__.__name__)
+        return cls.build(docs_dir, index_dir, max_chars, base_url, progress)
+
+
+def _indexed_text(chunk: Chunk) -> str:
+    # Title and section headers are searchable: questions name the subject the body leaves implicit.
+    return "\n".join([*dict.fromkeys(chunk.headers), chunk.text])

@@ -1,0 +1,60 @@
+"""Engine and provider settings, read from the environment and `.env`.
+
+Every setting has a default that works on a fresh machine with no keys: the local providers.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal
+
+from pydantic import Field, SecretStr, model_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+
+
+class CragSettings(BaseSettings):
+    model_config = SettingsConfigDict(
+        env_file=".env", env_file_encoding="utf-8", extra="ignore", populate_by_name=True
+    )
+
+    docs_dir: Path = Field(default=REPO_ROOT / "sample_docs", alias="CRAG_DOCS_DIR")
+    index_dir: Path = Field(default=REPO_ROOT / "data" / "index", alias="CRAG_INDEX_DIR")
+    # Links on cited files: base URL the file path is appended to (e.g. a SharePoint library).
+    # Empty: the bot serves the files itself under /docs/ on its public base URL.
+    docs_base_url: str = Field(default="", alias="CRAG_DOCS_BASE_URL")
+
+    upper_threshold: float = Field(default=0.8, ge=0.0, le=1.0, alias="CRAG_UPPER_THRESHOLD")
+    lower_threshold: float = Field(default=0.4, ge=0.0, le=1.0, alias="CRAG_LOWER_THRESHOLD")
+    top_k: int = Field(default=10, ge=1, le=50, alias="CRAG_TOP_K")
+    grade_concurrency: int = Field(default=5, ge=1, le=64, alias="CRAG_GRADE_CONCURRENCY")
+    chunk_max_chars: int = Field(default=1200, ge=200, le=20000, alias="CRAG_CHUNK_MAX_CHARS")
+    answer_max_chars: int = Field(default=300, ge=80, le=4000, alias="CRAG_ANSWER_MAX_CHARS")
+    max_question_chars: int = Field(default=2000, ge=50, le=100000, alias="CRAG_MAX_QUESTION_CHARS")
+
+    llm_provider: Literal["auto", "local", "openai", "azure"] = Field(default="auto", alias="CRAG_LLM")
+    search_provider: Literal["auto", "local", "azure"] = Field(default="auto", alias="CRAG_SEARCH")
+    web_provider: Literal["auto", "off", "serpapi"] = Field(default="auto", alias="CRAG_WEB")
+
+    # Real services (later issues wire the clients; the names are fixed by the design).
+    azure_openai_endpoint: str = Field(default="", alias="AZURE_OPENAI_ENDPOINT")
+    azure_openai_api_key: SecretStr = Field(default=SecretStr(""), alias="AZURE_OPENAI_API_KEY")
+    azure_openai_deployment: str = Field(default="", alias="AZURE_OPENAI_DEPLOYMENT")
+    openai_api_key: SecretStr = Field(default=SecretStr(""), alias="OPENAI_API_KEY")
+    openai_base_url: str = Field(default="", alias="OPENAI_BASE_URL")
+    openai_model: str = Field(default="gpt-4o-mini", alias="OPENAI_MODEL")
+    azure_search_endpoint: str = Field(default="", alias="AZURE_SEARCH_ENDPOINT")
+    azure_search_index: str = Field(default="", alias="AZURE_SEARCH_INDEX")
+    azure_search_api_key: SecretStr = Field(default=SecretStr(""), alias="AZURE_SEARCH_API_KEY")
+    serpapi_api_key: SecretStr = Field(default=SecretStr(""), alias="SERPAPI_API_KEY")
+    serpapi_base_url: str = Field(default="", alias="SERPAPI_BASE_URL")
+
+    @model_validator(mode="after")
+    def _thresholds_ordered(self) -> CragSettings:
+        if self.lower_threshold > self.upper_threshold:
+            raise ValueError(
+                f"CRAG_LOWER_THRESHOLD ({self.lower_threshold}) must not exceed "
+                f"CRAG_UPPER_THRESHOLD ({self.upper_threshold})"
+            )
+        return self

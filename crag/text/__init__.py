@@ -1,0 +1,1 @@
+"""Language handling shared by the index, the grader and the answer composer."""

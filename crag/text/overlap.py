@@ -1,0 +1,48 @@
+"""IDF-weighted term overlap: how much of a question's information a piece of text contains."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+
+from crag.text.tokenize import Word
+
+
+@dataclass(frozen=True)
+class WeightedQuery:
+    weights: dict[str, float]  # unique question term -> idf weight
+    total: float
+
+    def coverage(self, present: set[str] | frozenset[str]) -> float:
+        """Share of the question's idf mass found among `present` terms, 0.0-1.0."""
+        if self.total <= 0:
+            return 0.0
+        return sum(w for t, w in self.weights.items() if t in present) / self.total
+
+    def __bool__(self) -> bool:
+        return bool(self.weights)
+
+
+# How much a word of each kind says about what a question is about: names the most, verbs and
+# adjectives (often paraphrased between question and document) less, affixes least.
+KIND_WEIGHT: dict[str, float] = {
+    "proper": 1.3,
+    "noun": 1.0,
+    "number": 1.0,
+    "latin": 1.0,
+    "predicate": 0.6,
+    "affix": 0.5,
+}
+
+
+def general_weight(zipf: float) -> float:
+    """1.2 for rare words (Zipf <= 2.7) down to 0.3 for the most common (Zipf >= 6.3)."""
+    return min(1.2, max(0.3, (7.5 - zipf) / 4.0))
+
+
+def weighted_query(words: Iterable[Word], idf: Callable[[str], float]) -> WeightedQuery:
+    weights: dict[str, float] = {}
+    for w in words:
+        weight = idf(w.term) * KIND_WEIGHT.get(w.kind, 1.0) * general_weight(w.zipf)
+        weights[w.term] = max(weights.get(w.term, 0.0), weight)
+    return WeightedQuery(weights, sum(weights.values()))

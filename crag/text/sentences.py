@@ -1,0 +1,84 @@
+"""Sentence splitting for Japanese and English prose, good enough for chunking and extraction.
+
+Markdown structure is respected: each list item is its own unit, and each table row becomes a
+sentence of "header: value" pairs, so an extracted row still says what its numbers mean.
+"""
+
+from __future__ import annotations
+
+import re
+
+# Japanese sentences end with 。！？ (full or half width); English ones with .!? followed by space.
+# A closing bracket or quote right after the terminator stays with its sentence.
+_BOUNDARY = re.compile(
+    r"(?<=[。！？!?])(?![」』）)\"'”’])\s*"
+    r"|(?<=[.])[\"'”’)\]]*\s+(?=[A-Z0-9\"“(\[])"
+)
+# Abbreviations after which a period does not end an English sentence.
+_ABBREVIATIONS = re.compile(
+    r"\b(?:e\.g|i\.e|etc|vs|Mr|Mrs|Ms|Dr|Prof|St|No|Inc|Ltd|Co|Corp|U\.S|approx|ca|cf|Jan|Feb|Mar|Apr|"
+    r"Jun|Jul|Aug|Sep|Sept|Oct|Nov|Dec)\.$"
+)
+_LIST_ITEM = re.compile(r"^\s*(?:[-*+•・]|\d+[.)]|[（(]?\d+[)）])\s*")
+_TABLE_RULE = re.compile(r"^\s*\|?\s*:?-{2,}:?\s*(\|\s*:?-{2,}:?\s*)*\|?\s*$")
+
+
+def split_sentences(text: str) -> list[str]:
+    """Split into sentences; never returns empty strings."""
+    out: list[str] = []
+    prose: list[str] = []
+    header: list[str] | None = None
+
+    def flush() -> None:
+        if prose:
+            out.extend(_split_prose(" ".join(prose)))
+            prose.clear()
+
+    for raw in text.split("\n"):
+        line = raw.strip()
+        if line.startswith("|") and line.count("|") >= 2:
+            flush()
+            if _TABLE_RULE.match(line):
+                continue
+            cells = [c.strip() for c in line.strip("|").split("|")]
+            if header is None:
+                header = cells
+                continue
+            out.append(_row_sentence(header, cells))
+            continue
+        header = None
+        if not line:
+            flush()
+        elif _LIST_ITEM.match(line) and not re.match(r"^\d+\.\d", line):
+            flush()
+            out.extend(_split_prose(line))
+        else:
+            prose.append(line)
+    flush()
+    return [s for s in out if s]
+
+
+def _row_sentence(header: list[str], cells: list[str]) -> str:
+    pairs = []
+    for i, cell in enumerate(cells):
+        name = header[i] if i < len(header) else ""
+        if cell:
+            pairs.append(f"{name}: {cell}" if name else cell)
+    return "; ".join(pairs)
+
+
+def _split_prose(text: str) -> list[str]:
+    pieces: list[str] = []
+    start = 0
+    for match in _BOUNDARY.finditer(text):
+        end = match.start()
+        if match.group(0).strip() == "" and _ABBREVIATIONS.search(text[start:end]):
+            continue  # "e.g. Foo": not a boundary, keep accumulating
+        candidate = (text[start:end] + match.group(0)).strip()
+        if candidate:
+            pieces.append(candidate)
+        start = match.end()
+    tail = text[start:].strip()
+    if tail:
+        pieces.append(tail)
+    return pieces

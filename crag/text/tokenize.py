@@ -1,0 +1,160 @@
+"""Content terms of Japanese and English text, for indexing, grading and sentence selection.
+
+Sudachi (mode A: short units, so compounds match their parts) segments both languages. Japanese
+words are reduced to Sudachi's normalized form (よば -> 呼ぶ); Latin-script words are lowercased
+and Snowball-stemmed (Sudachi's normalized form would turn English into katakana). Function words
+(particles, auxiliaries, pronouns, symbols, stop words) are dropped: they carry no topic.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+import unicodedata
+from functools import lru_cache
+from typing import Literal, NamedTuple
+
+import Stemmer
+from sudachipy import Dictionary, SplitMode, Tokenizer
+
+from crag.text.commonness import zipf
+
+_SKIP_POS = {"助詞", "助動詞", "補助記号", "空白", "記号", "代名詞", "感動詞", "接続詞", "副詞", "連体詞"}
+# Verbs and nouns so common in Japanese prose that they say nothing about a topic.
+_JA_STOP = frozenset(
+    """
+    為る 有る 居る 成る 出来る 言う 思う 事 物 様 為 所 時 中 上 等 又 其の 此の 何 誰 何処 何時
+    如何 孰れ 行く 来る 呼ぶ れる られる ない 無い いる ある なる する よう こと もの ため とき
+    ところ など について ついて よる おる くれる もらう 良い 貰う 下さる 頂く 教える 分かる 知る
+    """.split()
+)
+# The last line: "how long / how often / what kind ..." ask for a kind of answer, not a topic.
+_EN_STOP = frozenset(
+    """
+    a an the and or but if of at by for with about against between into through during
+    before after above below to from up down in out on off over under again then once here
+    there when where why how all any both each few more most other some such no nor not only
+    own same so than too very can will just should now is are was were be been being have
+    has had having do does did doing i me my we our you your he him his she her it its they
+    them their what which who whom this that these those am would could may might must shall
+    also as s t d ll m re ve y many much one us get got name called whose use used please
+    isn aren wasn weren don doesn didn won couldn shouldn wouldn
+    long often far old kind type happen happened
+    """.split()
+)
+_LATIN = re.compile(r"^[0-9a-z][0-9a-z'._-]*$")
+_CONTRACTION = re.compile(r"'(s|t|re|ve|ll|d|m)$")
+_HIRAGANA_ONLY = re.compile(r"^[\u3040-\u309f]+$")
+# Sudachi refuses inputs over ~49 KB; cut long text at line or sentence ends well below that.
+_MAX_SEGMENT = 4000
+
+
+WordKind = Literal["proper", "noun", "number", "predicate", "affix", "latin"]
+
+# Kind by Sudachi POS (second level for nouns): what a word can tell about a question's subject.
+_KINDS: dict[str, WordKind] = {
+    "固有名詞": "proper",
+    "数詞": "number",
+    "動詞": "predicate",
+    "形容詞": "predicate",
+    "形状詞": "predicate",
+    "接尾辞": "affix",
+    "接頭辞": "affix",
+}
+
+
+class Word(NamedTuple):
+    term: str  # normalized form: what matching compares
+    keyword: str  # as written (dictionary form if inflected): what people read
+    kind: WordKind
+    zipf: float  # general-language frequency (Zipf scale, see commonness.py)
+
+
+class TermExtractor:
+    """Thread-safe (one Sudachi tokenizer per thread); cheap to share."""
+
+    def __init__(self) -> None:
+        self._dictionary = Dictionary(dict="core")
+        self._local = threading.local()
+
+    def _tokenizer(self) -> Tokenizer:
+        tok = getattr(self._local, "tokenizer", None)
+        if tok is None:
+            tok = self._dictionary.tokenizer(mode=SplitMode.A)
+            self._local.tokenizer = tok
+        return tok
+
+    def terms(self, text: str) -> list[str]:
+        """Content terms in order of appearance (duplicates kept, for term frequencies)."""
+        return [w.term for w in self.analyze(text)]
+
+    def keywords(self, text: str) -> list[str]:
+        """Readable search keywords: content words as written (inflected ones in dictionary form)."""
+        return list(dict.fromkeys(w.keyword for w in self.analyze(text)))
+
+    def analyze(self, text: str) -> list[Word]:
+        """Each content word: the term for matching, the keyword for people, and its kind."""
+        text = unicodedata.normalize("NFKC", text)
+        tokenizer = self._tokenizer()
+        out: list[Word] = []
+        for segment in _segments(text):
+            for m in tokenizer.tokenize(segment):
+                word = _word(m.surface(), m.normalized_form(), m.dictionary_form(), m.part_of_speech())
+                if word:
+                    out.append(word)
+        return out
+
+
+def _word(surface: str, normalized: str, dictionary: str, pos: tuple[str, ...]) -> Word | None:
+    if pos[0] in _SKIP_POS or pos[1] == "非自立可能":
+        return None
+    low = _CONTRACTION.sub("", surface.lower())
+    if _LATIN.match(low):
+        if low in _EN_STOP:
+            return None
+        if low[0].isdigit():
+            return Word(low, surface, "number", zipf(low))
+        if len(low) < 2:
+            return None
+        return Word(_stem(low), surface, "latin", zipf(low))
+    if normalized in _JA_STOP or surface in _JA_STOP:
+        return None
+    if len(surface) == 1 and _HIRAGANA_ONLY.match(surface):
+        return None
+    kind = _KINDS.get(pos[1] if pos[0] == "名詞" else pos[0], "noun")
+    keyword = dictionary if pos[0] in ("動詞", "形容詞") else surface
+    return Word(normalized.lower(), keyword, kind, zipf(normalized.lower()))
+
+
+_STEMMER = Stemmer.Stemmer("english")
+
+
+@lru_cache(maxsize=200_000)
+def _stem(word: str) -> str:
+    return str(_STEMMER.stemWord(word))
+
+
+def _segments(text: str) -> list[str]:
+    segments: list[str] = []
+    for line in text.split("\n"):
+        while len(line) > _MAX_SEGMENT:
+            cut = max(line.rfind("。", 0, _MAX_SEGMENT), line.rfind(". ", 0, _MAX_SEGMENT))
+            cut = cut + 1 if cut > 0 else _MAX_SEGMENT
+            segments.append(line[:cut])
+            line = line[cut:]
+        if line.strip():
+            segments.append(line)
+    return segments
+
+
+_shared: TermExtractor | None = None
+_shared_lock = threading.Lock()
+
+
+def term_extractor() -> TermExtractor:
+    """The process-wide extractor (loading the Sudachi dictionary takes a moment)."""
+    global _shared
+    with _shared_lock:
+        if _shared is None:
+            _shared = TermExtractor()
+        return _shared

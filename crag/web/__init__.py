@@ -1,0 +1,1 @@
+"""Web search providers: off (default) and, later, SerpAPI."""

@@ -1,0 +1,1 @@
+"""Conversation logic: one turn = commands, validation, the engine call, the answer card."""

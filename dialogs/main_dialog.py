@@ -1,0 +1,94 @@
+"""The main dialog: handles one user message per turn and keeps the recent history for follow-ups."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from botbuilder.core import CardFactory, ConversationState, MessageFactory, StatePropertyAccessor, TurnContext
+from botbuilder.dialogs import ComponentDialog, DialogTurnResult, WaterfallDialog, WaterfallStepContext
+from botbuilder.schema import Activity, ActivityTypes
+
+from bot.runtime import BotRuntime
+from cards.answer_card import answer_card
+from cards.strings import Lang, language_of, t
+from crag.models import Turn
+from crag.text.lang import detect_language
+
+log = logging.getLogger(__name__)
+
+HELP_COMMANDS = {"help", "/help", "?", "ヘルプ", "使い方"}
+RESET_COMMANDS = {"reset", "/reset", "リセット"}
+
+
+def user_language(context: TurnContext, text: str = "") -> Lang:
+    if text and detect_language(text) == "ja":
+        return "ja"
+    return language_of(context.activity.locale)
+
+
+class MainDialog(ComponentDialog):
+    def __init__(self, runtime: BotRuntime, conversation_state: ConversationState) -> None:
+        super().__init__(MainDialog.__name__)
+        self.runtime = runtime
+        self.history: StatePropertyAccessor = conversation_state.create_property("CragHistory")
+        self.add_dialog(WaterfallDialog("turn", [self.answer_step]))
+        self.initial_dialog_id = "turn"
+
+    async def answer_step(self, step: WaterfallStepContext) -> DialogTurnResult:
+        context = step.context
+        text = (context.activity.text or "").strip()
+        lang = user_language(context, text)
+        command = text.lower()
+        name = self.runtime.settings.bot_name
+        if command in HELP_COMMANDS:
+            await context.send_activity(MessageFactory.text(t("help", lang, name=name)))
+        elif command in RESET_COMMANDS:
+            await self.history.set(context, [])
+            await context.send_activity(MessageFactory.text(t("reset", lang)))
+        elif not text:
+            log.info("empty message in %s", context.activity.conversation.id)
+            await context.send_activity(MessageFactory.text(t("empty", lang)))
+        elif len(text) > self.runtime.settings.max_question_chars:
+            log.info("message too long (%d chars) in %s", len(text), context.activity.conversation.id)
+            limit = self.runtime.settings.max_question_chars
+            await context.send_activity(
+                MessageFactory.text(t("too_long", lang, length=len(text), limit=limit))
+            )
+        elif self.runtime.engine is None:
+            await context.send_activity(MessageFactory.text(t("not_ready", lang)))
+        else:
+            await self._answer(context, text)
+        return await step.end_dialog()
+
+    async def _answer(self, context: TurnContext, question: str) -> None:
+        assert self.runtime.engine is not None
+        await context.send_activity(Activity(type=ActivityTypes.typing))
+        stored: list[dict[str, Any]] = await self.history.get(context, list) or []
+        history = [Turn.model_validate(h) for h in stored]
+        result = await self.runtime.engine.run(question, history)
+        activity = context.activity
+        log.info(
+            "answered branch=%s kept=%d cited=%s total_ms=%.1f",
+            result.branch.value,
+            len(result.kept),
+            result.cited_files,
+            result.timings_ms.get("total", 0.0),
+        )
+        try:
+            await self.runtime.feedback.record_answer(
+                result,
+                activity.conversation.id,
+                activity.from_property.id if activity.from_property else "",
+                activity.channel_id or "",
+            )
+        except Exception:
+            # The answer still goes out; only ratings of it will be refused as unknown.
+            log.exception("could not record answer %s", result.id)
+        card = answer_card(result)
+        await context.send_activity(MessageFactory.attachment(CardFactory.adaptive_card(card)))
+        turns = self.runtime.settings.history_turns
+        stored = (
+            [*stored, Turn(question=question, answer=result.answer).model_dump()][-turns:] if turns else []
+        )
+        await self.history.set(context, stored)

@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# Make .venv hold what a requirements file asks for; reinstall only when that file changed.
+# Usage: source scripts/bootstrap.sh requirements.txt
+set -euo pipefail
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+REQ="${1:-requirements.txt}"
+PYTHON="${PYTHON:-python3}"
+VENV="$ROOT/.venv"
+if [ ! -x "$VENV/bin/python" ]; then
+  echo "creating virtual environment in .venv" >&2
+  "$PYTHON" -m venv "$VENV"
+  "$VENV/bin/python" -m pip install --quiet --upgrade pip >&2
+fi
+stamp="$VENV/.installed-$(basename "$REQ")"
+want="$(cat "$ROOT/requirements.txt" "$ROOT/$REQ" | sha256sum | cut -d' ' -f1)"
+if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
+  echo "installing $REQ into .venv" >&2
+  "$VENV/bin/python" -m pip install --quiet --disable-pip-version-check -r "$ROOT/$REQ" >&2
+  echo "$want" > "$stamp"
+fi
+export PATH="$VENV/bin:$PATH"

@@ -1,0 +1,32 @@
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from tests.fakes import FakeConnector  # noqa: E402
+
+SAMPLE_DOCS = ROOT / "sample_docs"
+SHARED_EVAL = ROOT.parent / "shared" / "eval"
+
+
+@pytest.fixture
+async def connector() -> AsyncIterator[FakeConnector]:
+    fake = FakeConnector()
+    await fake.start()
+    yield fake
+    await fake.stop()
+
+
+@pytest.fixture(scope="session")
+def sample_questions() -> list[dict[str, Any]]:
+    path = ROOT / "tests" / "data" / "sample_questions.jsonl"
+    return [json.loads(line) for line in path.read_text("utf-8").splitlines() if line.strip()]
