@@ -22,10 +22,10 @@ from crag.text.sentences import split_sentences
 # (evidence, score) anchors of the calibration curve; linear in between.
 _CURVE: tuple[tuple[float, float], ...] = (
     (0.0, 0.0),
-    (0.35, 0.2),
-    (0.5, 0.4),
-    (0.7, 0.8),
-    (0.85, 0.95),
+    (0.2, 0.1),
+    (0.32, 0.4),
+    (0.45, 0.8),
+    (0.7, 0.95),
     (1.0, 1.0),
 )
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 from crag.ingest.loaders import Document
 from crag.models import Chunk
-from crag.text.sentences import split_sentences
+from crag.text.sentences import sentence_ends
 
 _HEADER = re.compile(r"^(#{1,3})\s+(.+?)\s*#*\s*$")
 _FENCE = re.compile(r"^\s*(```|~~~)")
@@ -70,30 +70,18 @@ def _sections(doc: Document) -> list[_Section]:
 
 
 def _split_to_cap(body: str, max_chars: int) -> list[str]:
-    if len(body) <= max_chars:
-        return [body]
+    """Cut at the last sentence end (or line end) that keeps each piece under the cap."""
     pieces: list[str] = []
-    current = ""
-    for sentence in _sentences_preserving_lines(body):
-        while len(sentence) > max_chars:  # a single run-on "sentence": cut it hard
-            if current:
-                pieces.append(current)
-                current = ""
-            pieces.append(sentence[:max_chars])
-            sentence = sentence[max_chars:]
-        joiner = "" if not current else ("\n" if current.endswith("\n") else " ")
-        if current and len(current) + len(joiner) + len(sentence) > max_chars:
-            pieces.append(current.strip())
-            current = sentence
-        else:
-            current = current + joiner + sentence if current else sentence
-    if current.strip():
-        pieces.append(current.strip())
+    ends = sentence_ends(body)
+    start = 0
+    while len(body) - start > max_chars:
+        limit = start + max_chars
+        cut = max((e for e in ends if start < e <= limit), default=limit)  # no end in reach: hard cut
+        piece = body[start:cut].strip()
+        if piece:
+            pieces.append(piece)
+        start = cut
+    tail = body[start:].strip()
+    if tail:
+        pieces.append(tail)
     return pieces
-
-
-def _sentences_preserving_lines(body: str) -> list[str]:
-    out: list[str] = []
-    for paragraph in re.split(r"\n\s*\n", body):
-        out.extend(split_sentences(paragraph))
-    return out

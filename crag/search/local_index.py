@@ -31,7 +31,7 @@ log = logging.getLogger(__name__)
 logging.getLogger("bm25s").setLevel(logging.WARNING)
 
 # Bump when tokenization or chunking changes so that old indexes are rebuilt, not misread.
-INDEX_FORMAT = 4
+INDEX_FORMAT = 5
 
 
 @dataclass(frozen=True)

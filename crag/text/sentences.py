@@ -58,6 +58,13 @@ def split_sentences(text: str) -> list[str]:
     return [s for s in out if s]
 
 
+def sentence_ends(text: str) -> list[int]:
+    """Offsets just after each sentence end or line break, for cutting raw text without losing any."""
+    ends = {m.start() for m in _BOUNDARY.finditer(text) if m.start() > 0}
+    ends.update(i + 1 for i, ch in enumerate(text) if ch == "\n")
+    return sorted(ends)
+
+
 def _row_sentence(header: list[str], cells: list[str]) -> str:
     pairs = []
     for i, cell in enumerate(cells):

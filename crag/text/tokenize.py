@@ -26,6 +26,7 @@ _JA_STOP = frozenset(
     為る 有る 居る 成る 出来る 言う 思う 事 物 様 為 所 時 中 上 等 又 其の 此の 何 誰 何処 何時
     如何 孰れ 行く 来る 呼ぶ れる られる ない 無い いる ある なる する よう こと もの ため とき
     ところ など について ついて よる おる くれる もらう 良い 貰う 下さる 頂く 教える 分かる 知る
+    幾ら 幾つ 何故 どんな どう どの どれ 如何
     """.split()
 )
 # The last line: "how long / how often / what kind ..." ask for a kind of answer, not a topic.

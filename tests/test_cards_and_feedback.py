@@ -1,0 +1,111 @@
+"""The answer card's content and size, and the feedback store's rules."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from cards.answer_card import FEEDBACK_ACTION, MAX_CARD_BYTES, answer_card
+from crag.feedback.store import FeedbackOutcome, FeedbackStore
+from crag.models import Branch, Chunk, Citation, CragResult, GradedChunk, WebOutcome, WebStatus
+from tests.fakes import card_text, find_by_id
+
+
+def _result(
+    branch: Branch = Branch.CORRECT, answer: str = "有給休暇は最大20日まで繰り越せます。 [1]"
+) -> CragResult:
+    chunk = Chunk(
+        id="c1",
+        file="leave_policy.md",
+        title="休暇制度ガイド",
+        headers=["休暇制度ガイド", "1. 年次有給休暇", "1.2 繰越しと上限"],
+        text="繰越しできる日数は最大20日です。",
+        url="http://localhost:3978/docs/leave_policy.md",
+    )
+    return CragResult(
+        question="有給の繰越しは？",
+        language="ja",
+        branch=branch,
+        graded=[GradedChunk(chunk=chunk, score=0.93, kept=True)],
+        web=WebOutcome(status=WebStatus.OFF if branch is not Branch.CORRECT else WebStatus.NOT_NEEDED),
+        answer=answer,
+        citations=[
+            Citation(number=1, kind="document", title=chunk.title, url=chunk.url, file=chunk.file),
+            Citation(number=2, kind="web", title="Example", url="https://example.com/page"),
+        ],
+    )
+
+
+def test_card_shows_answer_branch_sources_scores_and_feedback() -> None:
+    result = _result()
+    card = answer_card(result)
+    assert card["type"] == "AdaptiveCard" and card["version"] == "1.5"
+    assert find_by_id(card, "answer")["text"] == result.answer  # type: ignore[index]
+    assert "社内文書" in find_by_id(card, "branch")["text"]  # type: ignore[index]
+    cited = find_by_id(card, "cited_files")["text"]  # type: ignore[index]
+    assert (
+        "[休暇制度ガイド](http://localhost:3978/docs/leave_policy.md)" in cited and "leave_policy.md" in cited
+    )
+    assert "https://example.com/page" in find_by_id(card, "web_urls")["text"]  # type: ignore[index]
+    assert "0.93" in card_text(find_by_id(card, "scores"))  # type: ignore[arg-type]
+    datas = [a["data"] for a in card["actions"]]
+    assert [a["type"] for a in card["actions"]] == ["Action.Submit", "Action.Submit"]
+    assert datas == [
+        {"action": FEEDBACK_ACTION, "result_id": result.id, "reaction": "up"},
+        {"action": FEEDBACK_ACTION, "result_id": result.id, "reaction": "down"},
+    ]
+
+
+def test_card_language_and_web_off_notice() -> None:
+    card = answer_card(_result(Branch.INCORRECT, "I cannot answer."), lang="en")
+    text = card_text(card)
+    assert "From the web" in text
+    assert "Web search is not configured" in text
+
+
+def test_huge_answer_is_shortened_to_fit() -> None:
+    card = answer_card(_result(answer="あ" * 40_000))
+    assert len(json.dumps(card, ensure_ascii=False).encode()) <= MAX_CARD_BYTES
+
+
+async def test_feedback_store_records_updates_and_refuses_unknown(tmp_path: Path) -> None:
+    store = FeedbackStore(tmp_path / "fb.sqlite3")
+    await store.open()
+    try:
+        result = _result()
+        await store.record_answer(result, "conv-1", "user-1", "emulator")
+        assert (
+            await store.record_feedback(result.id, "up", "conv-1", "user-1", "emulator")
+            is FeedbackOutcome.STORED
+        )
+        # Same user, changed mind: one row, updated.
+        outcome = await store.record_feedback(result.id, "down", "conv-1", "user-1", "emulator")
+        assert outcome is FeedbackOutcome.UPDATED
+        # Another conversation cannot rate this answer; an unknown id is refused.
+        assert (
+            await store.record_feedback(result.id, "up", "conv-2", "user-2", "emulator")
+            is FeedbackOutcome.UNKNOWN_ANSWER
+        )
+        assert (
+            await store.record_feedback("f" * 32, "up", "conv-1", "user-1", "emulator")
+            is FeedbackOutcome.UNKNOWN_ANSWER
+        )
+        rows = await store.feedback_rows()
+        assert len(rows) == 1
+        row = rows[0]
+        assert (
+            row["reaction"] == "down"
+            and row["question"] == result.question
+            and row["answer"] == result.answer
+        )
+        assert row["branch"] == "correct" and json.loads(row["cited_files"]) == ["leave_policy.md"]
+        assert row["conversation_id"] == "conv-1" and row["user_id"] == "user-1"
+    finally:
+        await store.close()
+    # Durable: a new store on the same file sees the row.
+    again = FeedbackStore(tmp_path / "fb.sqlite3")
+    await again.open()
+    try:
+        assert len(await again.feedback_rows()) == 1
+    finally:
+        await again.close()

@@ -1,0 +1,147 @@
+"""The CRAG flow with the local providers over a small corpus made here, and the branch decision."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+import pytest
+
+from crag.engine import CragEngine, EngineConfig, decide
+from crag.factory import build_engine, open_local_index
+from crag.messages import REFUSAL
+from crag.models import Branch, Chunk, GradedChunk, WebStatus
+from crag.settings import CragSettings
+
+DOCS = {
+    "wifi.md": """# Office Wi-Fi guide
+
+## Guest network
+
+Visitors connect to the SSID MT-Guest. The guest password changes every Monday and is shown on
+the screen at the 8F reception desk. Guest devices can reach the internet only.
+
+## Employee network
+
+Company laptops join MT-Corp automatically with their device certificate.
+""",
+    "shokudo.md": """# 社員食堂の案内
+
+## 営業時間
+
+社員食堂は本社ビル3階にあり、平日の11時30分から14時まで営業しています。
+日替わり定食は450円で、社員証で支払えます。
+
+## 予約
+
+会議用の弁当は前日の15時までに総務部へ申し込んでください。
+""",
+    "parking.txt": """Bicycle parking
+
+Bicycle parking is in the basement, level B1. Register your bicycle with General Affairs to get a sticker.
+""",
+}
+
+
+@pytest.fixture(scope="module")
+def engine(tmp_path_factory: pytest.TempPathFactory) -> CragEngine:
+    root = tmp_path_factory.mktemp("engine")
+    docs = root / "docs"
+    docs.mkdir()
+    for name, text in DOCS.items():
+        (docs / name).write_text(text, "utf-8")
+    settings = CragSettings(CRAG_DOCS_DIR=str(docs), CRAG_INDEX_DIR=str(root / "index"))
+    index, report = open_local_index(settings)
+    assert report is not None and report.documents == 3
+    return build_engine(settings, index)
+
+
+async def test_correct_branch_answers_from_the_document(engine: CragEngine) -> None:
+    result = await engine.run("社員食堂の日替わり定食はいくらですか？")
+    assert result.branch is Branch.CORRECT
+    assert "450円" in result.answer
+    assert result.cited_files == ["shokudo.md"]
+    assert all(g.score >= 0.8 for g in result.kept)
+    assert result.web.status is WebStatus.NOT_NEEDED  # the web is not consulted
+    assert "[1]" in result.answer and result.citations[0].number == 1
+
+
+async def test_incorrect_branch_refuses_without_web(engine: CragEngine) -> None:
+    result = await engine.run("Who won the 2022 FIFA World Cup final?")
+    assert result.branch is Branch.INCORRECT
+    assert result.kept == []
+    assert result.web.status is WebStatus.OFF
+    assert result.answer == REFUSAL["en"] and result.refused
+
+
+async def test_ambiguous_branch_keeps_partial_documents(engine: CragEngine) -> None:
+    # The guest network is covered; how fast it is is not.
+    result = await engine.run("What download speed does the MT-Guest network offer to visitors?")
+    assert result.branch is Branch.AMBIGUOUS, [(g.chunk.headers, g.score) for g in result.graded]
+    assert result.kept and all(0.4 <= g.score < 0.8 for g in result.kept)
+    assert result.cited_files == ["wifi.md"]
+    assert result.web.status is WebStatus.OFF
+
+
+async def test_result_carries_queries_timings_and_providers(engine: CragEngine) -> None:
+    result = await engine.run("Where is bicycle parking?")
+    assert result.queries and "bicycle" in result.queries[0].lower()
+    assert {"rewrite", "retrieve", "grade", "generate", "total"} <= set(result.timings_ms)
+    assert result.providers["grade"] == "local-lexical"
+    assert result.language == "en"
+
+
+def _chunk(i: int) -> GradedChunk:
+    return GradedChunk(chunk=Chunk(id=str(i), file=f"f{i}.md", title="t", text="x"))
+
+
+@pytest.mark.parametrize(
+    ("scores", "branch", "kept"),
+    [
+        ([0.9, 0.85, 0.5, 0.1], Branch.CORRECT, [0.9, 0.85]),
+        ([0.8, 0.79], Branch.CORRECT, [0.8]),
+        ([0.79, 0.4, 0.39], Branch.AMBIGUOUS, [0.79, 0.4]),
+        ([0.39, 0.0], Branch.INCORRECT, []),
+        ([], Branch.INCORRECT, []),
+    ],
+)
+def test_decide_uses_thresholds(scores: list[float], branch: Branch, kept: list[float]) -> None:
+    graded = []
+    for i, s in enumerate(scores):
+        g = _chunk(i)
+        g.score = s
+        graded.append(g)
+    got_branch, got_kept = decide(graded, upper=0.8, lower=0.4)
+    assert got_branch is branch
+    assert [g.score for g in got_kept] == kept
+
+
+def test_decide_honours_other_thresholds() -> None:
+    g = _chunk(0)
+    g.score = 0.7
+    assert decide([g], upper=0.6, lower=0.3)[0] is Branch.CORRECT
+    assert decide([g], upper=0.95, lower=0.75)[0] is Branch.INCORRECT
+
+
+class _BrokenGrader:
+    name = "broken"
+
+    async def grade(self, question: str, chunks: Sequence[Chunk]) -> list[float]:
+        raise RuntimeError("grader exploded")
+
+
+async def test_failed_grading_counts_as_irrelevant(
+    engine: CragEngine, caplog: pytest.LogCaptureFixture
+) -> None:
+    broken = CragEngine(
+        engine.rewriter, engine.retriever, _BrokenGrader(), engine.web, engine.generator, EngineConfig()
+    )
+    result = await broken.run("社員食堂の日替わり定食はいくらですか？")
+    assert result.graded and all(g.score == 0.0 for g in result.graded)
+    assert result.branch is Branch.INCORRECT
+    assert "grading failed" in caplog.text
+
+
+def test_settings_reject_inverted_thresholds(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="must not exceed"):
+        CragSettings(CRAG_UPPER_THRESHOLD=0.3, CRAG_LOWER_THRESHOLD=0.5)
