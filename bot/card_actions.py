@@ -66,7 +66,7 @@ async def handle_submit(context: TurnContext, runtime: BotRuntime, lang: Lang) -
         return
     user_id = activity.from_property.id if activity.from_property else ""
     try:
-        outcome = await runtime.feedback.record_feedback(
+        receipt = await runtime.feedback.record_feedback(
             data.result_id,
             "up" if data.reaction == "up" else "down",
             activity.conversation.id,
@@ -78,11 +78,13 @@ async def handle_submit(context: TurnContext, runtime: BotRuntime, lang: Lang) -
         log.exception("could not store feedback for %s", data.result_id)
         await context.send_activity(MessageFactory.text(t("feedback.failed", lang)))
         return
+    outcome = receipt.outcome
     if outcome is FeedbackOutcome.UNKNOWN_ANSWER:
         log.warning("feedback for unknown answer %s in %s", data.result_id, activity.conversation.id)
         await context.send_activity(MessageFactory.text(t("feedback.invalid", lang)))
         return
     log.info("feedback %s %s for %s", outcome.value, data.reaction, data.result_id)
+    lang = "ja" if receipt.language == "ja" else lang  # thank in the language of the rated answer
     key = "feedback.thanks_up" if data.reaction == "up" else "feedback.thanks_down"
     message = t(key, lang)
     if outcome is FeedbackOutcome.UPDATED:

@@ -19,6 +19,16 @@ log = logging.getLogger(__name__)
 
 HELP_COMMANDS = {"help", "/help", "?", "ヘルプ", "使い方"}
 RESET_COMMANDS = {"reset", "/reset", "リセット"}
+GREETINGS = {
+    "hi",
+    "hello",
+    "hey",
+    "こんにちは",
+    "こんばんは",
+    "おはよう",
+    "おはようございます",
+    "はじめまして",
+}
 
 
 def user_language(context: TurnContext, text: str = "") -> Lang:
@@ -43,6 +53,8 @@ class MainDialog(ComponentDialog):
         name = self.runtime.settings.bot_name
         if command in HELP_COMMANDS:
             await context.send_activity(MessageFactory.text(t("help", lang, name=name)))
+        elif command.rstrip("!！。.") in GREETINGS:
+            await context.send_activity(MessageFactory.text(t("welcome", lang, name=name)))
         elif command in RESET_COMMANDS:
             await self.history.set(context, [])
             await context.send_activity(MessageFactory.text(t("reset", lang)))

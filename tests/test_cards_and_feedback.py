@@ -74,22 +74,16 @@ async def test_feedback_store_records_updates_and_refuses_unknown(tmp_path: Path
     try:
         result = _result()
         await store.record_answer(result, "conv-1", "user-1", "emulator")
-        assert (
-            await store.record_feedback(result.id, "up", "conv-1", "user-1", "emulator")
-            is FeedbackOutcome.STORED
-        )
+        first = await store.record_feedback(result.id, "up", "conv-1", "user-1", "emulator")
+        assert first.outcome is FeedbackOutcome.STORED and first.language == "ja"
         # Same user, changed mind: one row, updated.
-        outcome = await store.record_feedback(result.id, "down", "conv-1", "user-1", "emulator")
-        assert outcome is FeedbackOutcome.UPDATED
+        second = await store.record_feedback(result.id, "down", "conv-1", "user-1", "emulator")
+        assert second.outcome is FeedbackOutcome.UPDATED
         # Another conversation cannot rate this answer; an unknown id is refused.
-        assert (
-            await store.record_feedback(result.id, "up", "conv-2", "user-2", "emulator")
-            is FeedbackOutcome.UNKNOWN_ANSWER
-        )
-        assert (
-            await store.record_feedback("f" * 32, "up", "conv-1", "user-1", "emulator")
-            is FeedbackOutcome.UNKNOWN_ANSWER
-        )
+        other = await store.record_feedback(result.id, "up", "conv-2", "user-2", "emulator")
+        assert other.outcome is FeedbackOutcome.UNKNOWN_ANSWER
+        unknown = await store.record_feedback("f" * 32, "up", "conv-1", "user-1", "emulator")
+        assert unknown.outcome is FeedbackOutcome.UNKNOWN_ANSWER
         rows = await store.feedback_rows()
         assert len(rows) == 1
         row = rows[0]

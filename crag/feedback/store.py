@@ -8,6 +8,7 @@ store never gave (or gave in another conversation) is refused.
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from enum import StrEnum
 from pathlib import Path
@@ -57,6 +58,12 @@ class FeedbackOutcome(StrEnum):
     STORED = "stored"
     UPDATED = "updated"  # the same user changed or repeated their rating
     UNKNOWN_ANSWER = "unknown_answer"
+
+
+@dataclass(frozen=True)
+class FeedbackReceipt:
+    outcome: FeedbackOutcome
+    language: str = ""  # the rated answer's language, to acknowledge in kind
 
 
 class FeedbackStore:
@@ -114,15 +121,16 @@ class FeedbackStore:
         channel_id: str,
         source: str = "card",
         comment: str = "",
-    ) -> FeedbackOutcome:
+    ) -> FeedbackReceipt:
         async with self.db.execute(
-            "SELECT question, answer, branch, cited_files FROM answers "
+            "SELECT question, answer, branch, cited_files, language FROM answers "
             "WHERE result_id = ? AND conversation_id = ?",
             (result_id, conversation_id),
         ) as cur:
             row = await cur.fetchone()
         if row is None:
-            return FeedbackOutcome.UNKNOWN_ANSWER
+            return FeedbackReceipt(FeedbackOutcome.UNKNOWN_ANSWER)
+        *snapshot, language = row
         now = datetime.now(UTC).isoformat()
         async with self.db.execute(
             "SELECT 1 FROM answer_feedback WHERE result_id = ? AND user_id = ?", (result_id, user_id)
@@ -135,10 +143,11 @@ class FeedbackStore:
             " ON CONFLICT (result_id, user_id) DO UPDATE SET reaction = excluded.reaction,"
             " updated_at = excluded.updated_at, source = excluded.source,"
             " comment = CASE WHEN excluded.comment != '' THEN excluded.comment ELSE comment END",
-            (now, now, result_id, reaction, comment, source, *row, conversation_id, user_id, channel_id),
+            (now, now, result_id, reaction, comment, source, *snapshot, conversation_id, user_id, channel_id),
         )
         await self.db.commit()
-        return FeedbackOutcome.UPDATED if existed else FeedbackOutcome.STORED
+        outcome = FeedbackOutcome.UPDATED if existed else FeedbackOutcome.STORED
+        return FeedbackReceipt(outcome, language)
 
     async def feedback_rows(self) -> list[dict[str, Any]]:
         self.db.row_factory = aiosqlite.Row
