@@ -7,7 +7,6 @@ answer stays short, and cite where each came from.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
@@ -16,18 +15,8 @@ from crag.messages import REFUSAL
 from crag.models import Citation, GeneratedAnswer, GradedChunk, WebResult
 from crag.search.local_index import LocalIndex
 from crag.text.overlap import WeightedQuery, weighted_query
+from crag.text.question import asks_for_number, has_number
 from crag.text.sentences import split_sentences
-
-# Questions asking for a date, a count or an amount; their answer sentence holds a number.
-_NUMBER_QUESTION = re.compile(
-    r"いつ|何年|何月|何日|何時|何人|何個|何回|何歳|何%|何パーセント|何割|何倍|何キロ|何メートル|何円|いくつ|いくら|"
-    r"どのくらい|どれくらい|何度|何世紀|何ヶ月|何か月|\bwhen\b|\bhow (many|much|long|old|far|often)\b|"
-    r"\bwhat (year|date|time|percentage|age)\b|\bwhich year\b",
-    re.IGNORECASE,
-)
-_HAS_NUMBER = re.compile(
-    r"[0-9０-９]|[〇一二三四五六七八九十百千万]+(年|月|日|人|個|回|歳|円|か月|ヶ月|世紀|倍|割)"
-)
 
 
 @dataclass
@@ -82,7 +71,7 @@ class ExtractiveComposer:
     ) -> tuple[list[_Source], list[_Candidate]]:
         sources: list[_Source] = []
         candidates: list[_Candidate] = []
-        wants_number = bool(_NUMBER_QUESTION.search(question))
+        wants_number = asks_for_number(question)
         for g in chunks:
             c = g.chunk
             citation = Citation(
@@ -117,7 +106,7 @@ class ExtractiveComposer:
             score = 0.0
             if framed > 0:
                 score = 0.7 * own + 0.3 * framed + 0.1 * weight - 0.002 * order
-                if wants_number and _HAS_NUMBER.search(sentence):
+                if wants_number and has_number(sentence):
                     score += 0.15
             # A sentence sharing nothing with the question is kept only as a possible follower.
             out.append(_Candidate(sentence, source, order, max(score, 0.0)))

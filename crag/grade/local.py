@@ -1,57 +1,51 @@
 """A relevance grader without a language model, calibrated to the rubric's meaning.
 
-Evidence is lexical: how much of the question's information (idf-weighted terms) the chunk holds,
-overall and within the best two-sentence window (an answer sits where the question's terms meet).
-Terms the corpus has never seen weigh the most, so a question about a subject the documents do not
-cover scores low even when its common words match. The mapping from evidence to score is a
-monotone curve fitted so that >= 0.8 means "answers it" and < 0.4 means "does not".
+Evidence is lexical (see evidence.py): how much of the question's information the chunk holds,
+overall and within its best two-sentence window, in relative and absolute terms, and whether that
+window holds a number when the question asks for one. Question terms are weighted by corpus idf,
+word kind and general-language rarity, so a question about a subject the documents never mention
+scores low even when its everyday words match.
+
+A logistic model turns the features into the odds that the chunk answers the question; its weights
+were fitted on the JSQuAD and SQuAD development sets (bench/fit_grader.py) and are general lexical
+weights, not tied to those documents. The logit is then mapped onto the rubric so that scores
+>= 0.8 mean "answers it" and < 0.4 "does not"; the band between is kept narrow because a grader that
+hedges sends answerable questions to the web.
 """
 
 from __future__ import annotations
 
+import math
 from collections import OrderedDict
 from collections.abc import Sequence
-from dataclasses import dataclass
-from itertools import pairwise
 
+from crag.grade.evidence import ChunkSpans, Features, Span, features
 from crag.models import Chunk
 from crag.search.local_index import LocalIndex
 from crag.text.overlap import WeightedQuery, weighted_query
+from crag.text.question import asks_for_number
 from crag.text.sentences import split_sentences
 
-# (evidence, score) anchors of the calibration curve; linear in between.
-_CURVE: tuple[tuple[float, float], ...] = (
-    (0.0, 0.0),
-    (0.2, 0.1),
-    (0.32, 0.4),
-    (0.45, 0.8),
-    (0.7, 0.95),
-    (1.0, 1.0),
-)
+# Logistic weights for Features.vector() = [coverage, window, log1p(window_mass),
+# log1p(window_missing), number_signal], then the bias.
+WEIGHTS: tuple[float, ...] = (2.311, 1.519, 2.881, -0.275, -0.205)
+BIAS: float = -5.268
+# Logits at which the score reaches the upper (0.8) and lower (0.4) thresholds of the rubric.
+LOGIT_UPPER: float = -1.50
+LOGIT_LOWER: float = -2.00
 
 
-@dataclass(frozen=True)
-class ChunkTerms:
-    context: frozenset[str]  # title and header terms: they frame every sentence
-    sentences: tuple[frozenset[str], ...]
-    all: frozenset[str]
+def logit(f: Features) -> float:
+    return BIAS + sum(w * x for w, x in zip(WEIGHTS, f.vector(), strict=True))
 
 
-@dataclass(frozen=True)
-class Evidence:
-    coverage: float  # share of question information anywhere in the chunk
-    window: float  # share within the best two consecutive sentences (+ headers)
-
-    @property
-    def combined(self) -> float:
-        return 0.4 * self.coverage + 0.6 * self.window
-
-
-def calibrate(evidence: float) -> float:
-    for (x0, y0), (x1, y1) in pairwise(_CURVE):
-        if evidence <= x1:
-            return y0 + (y1 - y0) * (evidence - x0) / (x1 - x0)
-    return 1.0
+def calibrate(z: float) -> float:
+    """Monotone map of the logit onto 0..1 with LOGIT_LOWER -> 0.4 and LOGIT_UPPER -> 0.8."""
+    # score = sigmoid(a * (z - c)); solve a, c from the two anchor points.
+    lo, hi = math.log(0.4 / 0.6), math.log(0.8 / 0.2)
+    a = (hi - lo) / (LOGIT_UPPER - LOGIT_LOWER)
+    c = LOGIT_LOWER - lo / a
+    return 1.0 / (1.0 + math.exp(-max(-50.0, min(50.0, a * (z - c)))))
 
 
 class LocalGrader:
@@ -59,32 +53,31 @@ class LocalGrader:
 
     def __init__(self, index: LocalIndex, cache_size: int = 4096) -> None:
         self._index = index
-        self._cache: OrderedDict[str, ChunkTerms] = OrderedDict()
+        self._cache: OrderedDict[str, ChunkSpans] = OrderedDict()
         self._cache_size = cache_size
 
     async def grade(self, question: str, chunks: Sequence[Chunk]) -> list[float]:
-        query = weighted_query(self._index.words(question), self._index.idf)
-        return [round(calibrate(self.evidence(query, c).combined), 3) for c in chunks]
+        query = self.query(question)
+        wants_number = asks_for_number(question)
+        return [round(calibrate(logit(self.features(query, c, wants_number))), 3) for c in chunks]
 
-    def evidence(self, query: WeightedQuery, chunk: Chunk) -> Evidence:
-        if not query:
-            return Evidence(0.0, 0.0)
-        terms = self.chunk_terms(chunk)
-        window = 0.0
-        sentences = terms.sentences or (frozenset(),)
-        for i in range(len(sentences)):
-            pair = sentences[i] | (sentences[i + 1] if i + 1 < len(sentences) else frozenset())
-            window = max(window, query.coverage(pair | terms.context))
-        return Evidence(query.coverage(terms.all), window)
+    def query(self, question: str) -> WeightedQuery:
+        return weighted_query(self._index.words(question), self._index.idf)
 
-    def chunk_terms(self, chunk: Chunk) -> ChunkTerms:
+    def features(self, query: WeightedQuery, chunk: Chunk, wants_number: bool) -> Features:
+        return features(query, self.spans(chunk), wants_number)
+
+    def spans(self, chunk: Chunk) -> ChunkSpans:
         cached = self._cache.get(chunk.id)
         if cached is not None:
             self._cache.move_to_end(chunk.id)
             return cached
-        context = frozenset(self._index.terms(" ".join(dict.fromkeys(chunk.headers))))
-        sentences = tuple(frozenset(self._index.terms(s)) for s in split_sentences(chunk.text))
-        result = ChunkTerms(context, sentences, context.union(*sentences))
+        terms = self._index.terms
+        header_text = " ".join(dict.fromkeys(chunk.headers))
+        result = ChunkSpans(
+            context=Span.of(frozenset(terms(header_text)), header_text),
+            sentences=tuple(Span.of(frozenset(terms(s)), s) for s in split_sentences(chunk.text)),
+        )
         self._cache[chunk.id] = result
         if len(self._cache) > self._cache_size:
             self._cache.popitem(last=False)

@@ -31,7 +31,7 @@ log = logging.getLogger(__name__)
 logging.getLogger("bm25s").setLevel(logging.WARNING)
 
 # Bump when tokenization or chunking changes so that old indexes are rebuilt, not misread.
-INDEX_FORMAT = 5
+INDEX_FORMAT = 6
 
 
 @dataclass(frozen=True)
@@ -81,14 +81,16 @@ class LocalIndex:
         self._bm25 = bm25
         self._df = doc_freq
         self._n = max(1, len(chunks))
+        self._max_idf = math.log(1.0 + (self._n + 0.5) / 0.5)
         self.terms = extractor.terms
         self.words = extractor.analyze
 
     # -- statistics used by the grader ---------------------------------------------------------
     def idf(self, term: str) -> float:
-        """BM25 idf; a term absent from the corpus gets the idf of a term seen half a time."""
+        """BM25 idf relative to that of a term the corpus has never seen (1.0), so that weights
+        mean the same in a folder of ten files and in an index of ten thousand."""
         df = self._df.get(term, 0)
-        return math.log(1.0 + (self._n - df + 0.5) / (df + 0.5))
+        return math.log(1.0 + (self._n - df + 0.5) / (df + 0.5)) / self._max_idf
 
     def doc_freq(self, term: str) -> int:
         return self._df.get(term, 0)

@@ -100,9 +100,15 @@ class TermExtractor:
         out: list[Word] = []
         for segment in _segments(text):
             for m in tokenizer.tokenize(segment):
-                word = _word(m.surface(), m.normalized_form(), m.dictionary_form(), m.part_of_speech())
-                if word:
-                    out.append(word)
+                surface, pos = m.surface(), m.part_of_speech()
+                # Sudachi's dictionary holds English phrases ("is it", "New York"): English is
+                # matched word by word, so split them.
+                parts = surface.split() if " " in surface else [surface]
+                for part in parts:
+                    normalized = m.normalized_form() if part == surface else part
+                    word = _word(part, normalized, m.dictionary_form() if part == surface else part, pos)
+                    if word:
+                        out.append(word)
         return out
 
 

@@ -1,0 +1,118 @@
+"""Fit the local grader's logistic weights and rubric anchors on evaluation datasets.
+
+    python bench/fit_grader.py ../shared/eval/jsquad-dev ../shared/eval/squad-dev
+
+For every question, the engine's own retrieval gives the top-k chunks; a chunk is a positive
+example when it comes from the gold file and holds a gold answer. The logistic model is fitted on
+all chunks of all datasets together, then the two logit anchors (score 0.8 and 0.4) are chosen to
+maximise the worst dataset's routing accuracy. It prints the constants to paste into
+crag/grade/local.py and the routing accuracy each dataset would get. Run it by hand after changing
+features; never fit on a holdout set.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+import tempfile
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from crag.eval.dataset import load_dataset
+from crag.eval.metrics import contains_any
+from crag.factory import build_engine, open_local_index
+from crag.grade.local import LocalGrader
+from crag.settings import CragSettings
+from crag.text.question import asks_for_number
+
+
+async def collect(dataset_dir: Path, work: Path) -> list[tuple[bool, list[tuple[list[float], bool]]]]:
+    ds = load_dataset(dataset_dir)
+    settings = CragSettings(CRAG_DOCS_DIR=str(ds.corpus), CRAG_INDEX_DIR=str(work / ds.root.name))
+    index, _ = open_local_index(settings)
+    engine = build_engine(settings, index)
+    grader = engine.grader
+    assert isinstance(grader, LocalGrader)
+    rows = []
+    for q in ds.questions:
+        hits = await engine.retriever.search(await engine.rewriter.rewrite(q.question, []), settings.top_k)
+        query = grader.query(q.question)
+        wants = asks_for_number(q.question)
+        chunks = []
+        for g in hits:
+            vec = grader.features(query, g.chunk, wants).vector()
+            positive = g.chunk.file == q.gold_file and contains_any(
+                " ".join([*g.chunk.headers, g.chunk.text]), q.answers
+            )
+            chunks.append((vec, positive))
+        rows.append((q.in_corpus, chunks))
+    return rows
+
+
+def fit(x: np.ndarray, y: np.ndarray, l2: float = 1.0) -> np.ndarray:
+    xb = np.hstack([x, np.ones((len(x), 1))])
+    w = np.zeros(xb.shape[1])
+    for _ in range(100):  # Newton's method on the L2-regularised log-likelihood
+        p = 1 / (1 + np.exp(-np.clip(xb @ w, -30, 30)))
+        hess = xb.T @ (xb * (p * (1 - p))[:, None]) + l2 * np.eye(len(w))
+        w -= np.linalg.solve(hess, xb.T @ (p - y) + l2 * w)
+    return w
+
+
+def question_logits(w: np.ndarray, rows: list[tuple[bool, list[tuple[list[float], bool]]]]) -> np.ndarray:
+    out = []
+    for _, chunks in rows:
+        if not chunks:
+            out.append(-50.0)
+            continue
+        x = np.array([v for v, _ in chunks])
+        out.append(float((np.hstack([x, np.ones((len(x), 1))]) @ w).max()))
+    return np.array(out)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("datasets", nargs="+", type=Path)
+    parser.add_argument("--band", type=float, default=0.5, help="logit width of the ambiguous band")
+    parser.add_argument("--table", action="store_true", help="print accuracy for a range of anchors")
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        data = {d.name: asyncio.run(collect(d, Path(tmp))) for d in args.datasets}
+    x = np.array([v for rows in data.values() for _, chunks in rows for v, _ in chunks])
+    y = np.array([p for rows in data.values() for _, chunks in rows for _, p in chunks], dtype=float)
+    w = fit(x, y)
+    logits = {name: question_logits(w, rows) for name, rows in data.items()}
+    inside = {name: np.array([r[0] for r in rows]) for name, rows in data.items()}
+    best = (-1.0, 0.0, [0.0])
+    for upper in np.arange(-4.0, 2.0, 0.05):
+        lower = upper - args.band
+        accs = [
+            float((((z >= upper) & inside[n]).sum() + ((z < lower) & ~inside[n]).sum()) / len(z))
+            for n, z in logits.items()
+        ]
+        if min(accs) > best[0]:
+            best = (min(accs), float(upper), accs)
+    _, upper, accs = best
+    print(f"WEIGHTS = ({', '.join(f'{v:.3f}' for v in w[:-1])})")
+    print(f"BIAS = {w[-1]:.3f}")
+    print(f"LOGIT_UPPER = {upper:.2f}")
+    print(f"LOGIT_LOWER = {upper - args.band:.2f}")
+    for name, acc in zip(logits, accs, strict=True):
+        print(f"routing accuracy {name}: {acc:.3f}")
+    if args.table:
+        for upper in np.arange(-3.0, 0.0, 0.1):
+            lower = upper - args.band
+            row = [
+                float((((z >= upper) & inside[n]).sum() + ((z < lower) & ~inside[n]).sum()) / len(z))
+                for n, z in logits.items()
+            ]
+            cells = "  ".join(f"{n} {a:.3f}" for n, a in zip(logits, row, strict=True))
+            print(f"upper {upper:6.2f}: {cells}")
+
+
+if __name__ == "__main__":
+    main()
