@@ -8,12 +8,14 @@ from collections.abc import Callable
 from crag.engine import CragEngine, EngineConfig
 from crag.generate.extractive import ExtractiveComposer
 from crag.grade.local import LocalGrader
+from crag.protocols import WebSearch
 from crag.rewrite.local import LocalKeywordRewriter
 from crag.search.local import LocalRetriever
 from crag.search.local_index import BuildReport, LocalIndex
 from crag.settings import CragSettings
 from crag.text.tokenize import term_extractor
 from crag.web.off import WebSearchOff
+from crag.web.serpapi import SerpApiSearch
 
 log = logging.getLogger(__name__)
 
@@ -36,16 +38,26 @@ def open_local_index(
 def build_engine(settings: CragSettings, index: LocalIndex) -> CragEngine:
     _warn_unbuilt(settings)
     config = EngineConfig(
-        upper=settings.upper_threshold, lower=settings.lower_threshold, top_k=settings.top_k
+        upper=settings.upper_threshold,
+        lower=settings.lower_threshold,
+        top_k=settings.top_k,
+        web_results=settings.web_results,
     )
     return CragEngine(
         rewriter=LocalKeywordRewriter(term_extractor()),
         retriever=LocalRetriever(index),
         grader=LocalGrader(index),
-        web=WebSearchOff(),
+        web=_web_search(settings),
         generator=ExtractiveComposer(index, settings.answer_max_chars),
         config=config,
     )
+
+
+def _web_search(settings: CragSettings) -> WebSearch:
+    key = settings.serpapi_api_key
+    if settings.web_provider == "off" or not key.get_secret_value():
+        return WebSearchOff()
+    return SerpApiSearch(key, settings.serpapi_base_url, settings.serpapi_timeout)
 
 
 def _warn_unbuilt(settings: CragSettings) -> None:
@@ -53,7 +65,6 @@ def _warn_unbuilt(settings: CragSettings) -> None:
     configured = {
         "LLM": settings.azure_openai_endpoint or settings.openai_api_key.get_secret_value(),
         "Azure AI Search": settings.azure_search_endpoint,
-        "SerpAPI": settings.serpapi_api_key.get_secret_value(),
     }
     for service, value in configured.items():
         if value:

@@ -49,6 +49,14 @@ class CragSettings(BaseSettings):
     azure_search_api_key: SecretStr = Field(default=SecretStr(""), alias="AZURE_SEARCH_API_KEY")
     serpapi_api_key: SecretStr = Field(default=SecretStr(""), alias="SERPAPI_API_KEY")
     serpapi_base_url: str = Field(default="", alias="SERPAPI_BASE_URL")
+    serpapi_timeout: float = Field(default=5.0, gt=0, le=60, alias="SERPAPI_TIMEOUT")
+    web_results: int = Field(default=5, ge=1, le=10, alias="CRAG_WEB_RESULTS")
+
+    @model_validator(mode="after")
+    def _web_provider_configured(self) -> CragSettings:
+        if self.web_provider == "serpapi" and not self.serpapi_api_key.get_secret_value():
+            raise ValueError("CRAG_WEB=serpapi needs SERPAPI_API_KEY")
+        return self
 
     @model_validator(mode="after")
     def _thresholds_ordered(self) -> CragSettings:

@@ -1,9 +1,15 @@
-"""python -m crag.eval DATASET_DIR --out OUT_DIR [--limit N]"""
+"""python -m crag.eval DATASET_DIR --out OUT_DIR [--limit N] [--sweep]
+
+Builds a fresh index from DATASET_DIR/corpus, serves DATASET_DIR/web_fixtures.jsonl from a fake
+SerpAPI on 127.0.0.1, runs every question through the bot's engine and writes results.jsonl,
+metrics.json and report.md (with PNG plots) to OUT_DIR.
+"""
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import logging
 import sys
 from pathlib import Path
@@ -11,33 +17,64 @@ from pathlib import Path
 from tqdm import tqdm
 
 from crag.eval.dataset import load_dataset
+from crag.eval.metrics import sweep
+from crag.eval.report import write_report
 from crag.eval.runner import evaluate
 from crag.settings import CragSettings
 
+SWEEP_UPPER = [round(0.5 + 0.05 * i, 2) for i in range(10)]  # 0.50 .. 0.95
+SWEEP_LOWER = [round(0.1 + 0.05 * i, 2) for i in range(13)]  # 0.10 .. 0.70
+
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m crag.eval", description=__doc__)
+    parser = argparse.ArgumentParser(prog="python -m crag.eval", description=__doc__.split("\n\n")[1])
     parser.add_argument("dataset", type=Path, help="folder with corpus/, questions.jsonl, web_fixtures.jsonl")
-    parser.add_argument("--out", type=Path, required=True, help="output folder (index, results, metrics)")
+    parser.add_argument("--out", type=Path, required=True, help="output folder (index, results, report)")
     parser.add_argument("--limit", type=int, default=None, help="evaluate only the first N questions")
+    parser.add_argument("--sweep", action="store_true", help="report routing for other threshold pairs")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    if args.limit is not None and args.limit < 1:
+        parser.error("--limit must be at least 1")
     try:
         dataset = load_dataset(args.dataset)
+        settings = CragSettings()
     except (FileNotFoundError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    bar = tqdm(total=min(len(dataset.questions), args.limit or 10**9), unit="q", file=sys.stderr)
-
-    def progress(done: int, total: int) -> None:
-        bar.update(done - bar.n)
-
-    metrics, _ = asyncio.run(evaluate(dataset, args.out, CragSettings(), args.limit, progress))
-    bar.close()
+    total = min(len(dataset.questions), args.limit or len(dataset.questions))
+    with tqdm(total=total, unit="q", file=sys.stderr, desc=dataset.root.name) as bar:
+        metrics, records = asyncio.run(
+            evaluate(dataset, args.out, settings, args.limit, lambda done, _: bar.update(done - bar.n))
+        )
+    sweep_rows = None
+    if args.sweep:
+        pairs = [(u, lo) for u in SWEEP_UPPER for lo in SWEEP_LOWER if lo <= u]
+        sweep_rows = sweep(records, pairs)
+        (args.out / "sweep.json").write_text(json.dumps(sweep_rows, indent=1), "utf-8")
+    providers = json.loads((args.out / "providers.json").read_text("utf-8"))
+    report = write_report(
+        args.out,
+        dataset.root.name,
+        metrics,
+        records,
+        settings.upper_threshold,
+        settings.lower_threshold,
+        providers,
+        sweep_rows,
+    )
     width = max(len(k) for k in metrics)
     for key, value in metrics.items():
         shown = f"{value:.3f}" if isinstance(value, float) else str(value)
         print(f"{key:<{width}}  {shown}")
+    if sweep_rows:
+        best = sweep_rows[0]
+        print(
+            f"sweep: best routing.accuracy {best['routing.accuracy']:.3f} at upper {best['upper']:.2f} / "
+            f"lower {best['lower']:.2f} (defaults unchanged: {settings.upper_threshold} / "
+            f"{settings.lower_threshold})"
+        )
+    print(f"report: {report}")
     return 0
 
 

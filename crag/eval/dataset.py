@@ -16,6 +16,8 @@ class Question(BaseModel):
     gold_file: str | None = None
     in_corpus: bool
     expected_branch: Literal["correct", "ambiguous", "incorrect"]
+    # Withheld questions the corpus may partly answer anyway (see the dataset README).
+    answer_near_in_corpus: bool | None = None
 
 
 class Dataset(BaseModel):

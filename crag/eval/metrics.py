@@ -25,6 +25,8 @@ class Record(BaseModel):
     retrieved_files: list[str]  # files of the retrieved chunks, in rank order, before grading
     retrieved_texts: list[str]  # the same chunks' texts
     latency_ms: float
+    scores: list[float] = []  # grades of the retrieved chunks, for threshold sweeps
+    near: bool = False  # withheld, but the corpus may partly answer it
 
 
 def normalize(text: str) -> str:
@@ -78,6 +80,9 @@ def compute_metrics(records: Sequence[Record]) -> dict[str, float]:
         "retrieval.mrr_at_10": mrr_at(records, 10),
         "retrieval.answer_recall_at_5": answer_recall_at(records, 5),
         "routing.accuracy": _mean([r.branch == r.expected_branch for r in records]),
+        "routing.accuracy_excluding_near": _mean(
+            [r.branch == r.expected_branch for r in records if not r.near]
+        ),
         "routing.in_corpus_internal": _mean(
             [r.branch in ("correct", "ambiguous") and r.gold_file in r.cited_files for r in inside]
         ),
@@ -88,6 +93,31 @@ def compute_metrics(records: Sequence[Record]) -> dict[str, float]:
         "latency_ms.p50": percentile(latencies, 0.5),
         "latency_ms.p95": percentile(latencies, 0.95),
     }
+
+
+def branch_for(scores: Sequence[float], upper: float, lower: float) -> str:
+    best = max(scores, default=0.0)
+    if best >= upper:
+        return "correct"
+    return "ambiguous" if best >= lower else "incorrect"
+
+
+def sweep(records: Sequence[Record], pairs: Sequence[tuple[float, float]]) -> list[dict[str, float]]:
+    """Routing accuracy for each (upper, lower) pair, from the recorded grades (no re-run needed)."""
+    rows = []
+    for upper, lower in pairs:
+        branches = [branch_for(r.scores, upper, lower) for r in records]
+        rows.append(
+            {
+                "upper": upper,
+                "lower": lower,
+                "routing.accuracy": _mean(
+                    [b == r.expected_branch for b, r in zip(branches, records, strict=True)]
+                ),
+                "ambiguous_share": _mean([b == "ambiguous" for b in branches]),
+            }
+        )
+    return sorted(rows, key=lambda row: (-row["routing.accuracy"], row["ambiguous_share"]))
 
 
 def _mean(values: Sequence[bool] | Sequence[float]) -> float:

@@ -1,4 +1,9 @@
-"""Run every question of a dataset through the bot's engine and score the results."""
+"""Run every question of a dataset through the bot's engine and score the results.
+
+The engine is the one the bot builds from settings, with two overrides: a fresh local index from
+the dataset's corpus (unless Azure AI Search is configured), and the real SerpAPI provider pointed
+at a fake SerpAPI server on 127.0.0.1 that answers from the dataset's recorded web results.
+"""
 
 from __future__ import annotations
 
@@ -7,7 +12,10 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from pydantic import SecretStr
+
 from crag.eval.dataset import Dataset, Question
+from crag.eval.fake_serpapi import FakeSerpApi
 from crag.eval.metrics import Record, compute_metrics
 from crag.factory import build_engine, open_local_index
 from crag.models import CragResult
@@ -20,35 +28,52 @@ async def evaluate(
     settings: CragSettings,
     limit: int | None = None,
     on_progress: Callable[[int, int], None] | None = None,
-) -> tuple[dict[str, float], list[dict[str, object]]]:
+) -> tuple[dict[str, float], list[Record]]:
     out_dir.mkdir(parents=True, exist_ok=True)
-    settings = settings.model_copy(
-        update={"docs_dir": dataset.corpus, "index_dir": out_dir / "index", "docs_base_url": ""}
-    )
-    index, _ = open_local_index(settings)
-    engine = build_engine(settings, index)
-    questions = dataset.questions[:limit] if limit else dataset.questions
-    records: list[Record] = []
-    rows: list[dict[str, object]] = []
-    with (out_dir / "results.jsonl").open("w", encoding="utf-8") as f:
-        for i, q in enumerate(questions):
-            started = time.perf_counter()
-            result = await engine.run(q.question)
-            latency = (time.perf_counter() - started) * 1000
-            record, row = _record(q, result, latency)
-            records.append(record)
-            rows.append(row)
-            f.write(json.dumps(row, ensure_ascii=False) + "\n")
-            if on_progress:
-                on_progress(i + 1, len(questions))
+    serp = FakeSerpApi(dataset.web_fixtures)
+    await serp.start()
+    try:
+        settings = settings.model_copy(
+            update={
+                "docs_dir": dataset.corpus,
+                "index_dir": out_dir / "index",
+                "docs_base_url": "",
+                "web_provider": "serpapi",
+                "serpapi_api_key": SecretStr("fake-eval-key"),
+                "serpapi_base_url": serp.url,
+            }
+        )
+        index, _ = open_local_index(settings)
+        engine = build_engine(settings, index)
+        (out_dir / "providers.json").write_text(json.dumps(engine.providers), "utf-8")
+        questions = dataset.questions[:limit] if limit else dataset.questions
+        records: list[Record] = []
+        with (out_dir / "results.jsonl").open("w", encoding="utf-8") as f:
+            for i, q in enumerate(questions):
+                serp.current = q.id
+                started = time.perf_counter()
+                result = await engine.run(q.question)
+                latency = (time.perf_counter() - started) * 1000
+                record = _record(q, result, latency)
+                records.append(record)
+                f.write(json.dumps(_row(q, result, latency), ensure_ascii=False) + "\n")
+                if on_progress:
+                    on_progress(i + 1, len(questions))
+    finally:
+        await serp.stop()
     metrics = compute_metrics(records)
     (out_dir / "metrics.json").write_text(json.dumps(metrics, indent=2), "utf-8")
-    return metrics, rows
+    return metrics, records
 
 
-def _record(q: Question, result: CragResult, latency_ms: float) -> tuple[Record, dict[str, object]]:
-    retrieved = sorted(result.graded, key=lambda g: -g.retrieval_score)
-    record = Record(
+def _retrieved(result: CragResult) -> list[tuple[str, str, float]]:
+    ranked = sorted(result.graded, key=lambda g: -g.retrieval_score)
+    return [(g.chunk.file, g.chunk.text, g.score) for g in ranked]
+
+
+def _record(q: Question, result: CragResult, latency_ms: float) -> Record:
+    retrieved = _retrieved(result)
+    return Record(
         in_corpus=q.in_corpus,
         expected_branch=q.expected_branch,
         gold_file=q.gold_file,
@@ -56,11 +81,16 @@ def _record(q: Question, result: CragResult, latency_ms: float) -> tuple[Record,
         branch=result.branch.value,
         answer=result.answer,
         cited_files=result.cited_files,
-        retrieved_files=[g.chunk.file for g in retrieved],
-        retrieved_texts=[g.chunk.text for g in retrieved],
+        retrieved_files=[file for file, _, _ in retrieved],
+        retrieved_texts=[text for _, text, _ in retrieved],
         latency_ms=latency_ms,
+        scores=[score for _, _, score in retrieved],
+        near=bool(q.answer_near_in_corpus),
     )
-    row: dict[str, object] = {
+
+
+def _row(q: Question, result: CragResult, latency_ms: float) -> dict[str, object]:
+    return {
         "id": q.id,
         "question": q.question,
         "expected_branch": q.expected_branch,
@@ -70,16 +100,19 @@ def _record(q: Question, result: CragResult, latency_ms: float) -> tuple[Record,
         "gold_file": q.gold_file,
         "cited_files": result.cited_files,
         "urls": result.web_urls,
+        "web_status": result.web.status.value,
+        "queries": result.queries,
+        "web_query": result.web_query,
         "scores": [
             {
                 "file": g.chunk.file,
                 "headers": g.chunk.headers,
                 "retrieval": round(g.retrieval_score, 3),
                 "grade": g.score,
+                "kept": g.kept,
             }
-            for g in retrieved
+            for g in sorted(result.graded, key=lambda g: -g.retrieval_score)
         ],
         "timings": result.timings_ms,
         "latency_ms": round(latency_ms, 2),
     }
-    return record, row

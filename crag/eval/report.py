@@ -1,0 +1,134 @@
+"""report.md with plots (PNG): grade distribution by expected branch, routing confusion, latency."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")  # files only: no display on servers and CI
+
+import matplotlib.pyplot as plt
+
+from crag.eval.metrics import Record
+
+BRANCHES = ("correct", "ambiguous", "incorrect")
+
+
+def plot_grades(records: Sequence[Record], upper: float, lower: float, path: Path) -> None:
+    fig, ax = plt.subplots(figsize=(7, 4))
+    bins = [i / 20 for i in range(21)]
+    for expected, color in (("correct", "tab:green"), ("ambiguous", "tab:orange"), ("incorrect", "tab:blue")):
+        best = [max(r.scores, default=0.0) for r in records if r.expected_branch == expected]
+        if best:
+            ax.hist(best, bins=bins, alpha=0.6, color=color, label=f"expected {expected} (n={len(best)})")
+    ax.axvline(upper, color="black", linestyle="--", linewidth=1, label=f"upper {upper}")
+    ax.axvline(lower, color="gray", linestyle=":", linewidth=1, label=f"lower {lower}")
+    ax.set_xlabel("best grade among retrieved chunks")
+    ax.set_ylabel("questions")
+    ax.set_title("Grade distribution by expected branch")
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def confusion(records: Sequence[Record]) -> dict[str, dict[str, int]]:
+    table = {e: dict.fromkeys(BRANCHES, 0) for e in BRANCHES}
+    for r in records:
+        table[r.expected_branch][r.branch] += 1
+    return {e: row for e, row in table.items() if sum(row.values())}
+
+
+def plot_confusion(records: Sequence[Record], path: Path) -> None:
+    table = confusion(records)
+    expected = list(table)
+    fig, ax = plt.subplots(figsize=(5.5, 1.2 + 0.8 * len(expected)))
+    values = [[table[e][a] for a in BRANCHES] for e in expected]
+    ax.imshow(values, cmap="Blues")
+    for i, row in enumerate(values):
+        for j, v in enumerate(row):
+            ax.text(j, i, str(v), ha="center", va="center", fontsize=11)
+    ax.set_xticks(range(len(BRANCHES)), [f"got {b}" for b in BRANCHES])
+    ax.set_yticks(range(len(expected)), [f"expected {e}" for e in expected])
+    ax.set_title("Routing")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def plot_latency(records: Sequence[Record], path: Path) -> None:
+    fig, ax = plt.subplots(figsize=(7, 3.5))
+    ax.hist([r.latency_ms for r in records], bins=40, color="tab:purple")
+    ax.set_xlabel("turn latency (ms)")
+    ax.set_ylabel("questions")
+    ax.set_title("Latency")
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def write_report(
+    out_dir: Path,
+    name: str,
+    metrics: dict[str, float],
+    records: Sequence[Record],
+    upper: float,
+    lower: float,
+    providers: dict[str, str],
+    sweep_rows: Sequence[dict[str, float]] | None = None,
+) -> Path:
+    plot_grades(records, upper, lower, out_dir / "grades.png")
+    plot_confusion(records, out_dir / "routing.png")
+    plot_latency(records, out_dir / "latency.png")
+    lines = [
+        f"# Evaluation: {name}",
+        "",
+        f"Providers: {', '.join(f'{k} = {v}' for k, v in providers.items())}. "
+        f"Thresholds: upper {upper}, lower {lower}.",
+        "",
+        "| metric | value |",
+        "|---|---|",
+        *(f"| {k} | {_fmt(v)} |" for k, v in metrics.items()),
+        "",
+        "## Routing",
+        "",
+        "| expected \\ got | " + " | ".join(BRANCHES) + " |",
+        "|---|" + "---|" * len(BRANCHES),
+        *(
+            f"| {e} | " + " | ".join(str(row[b]) for b in BRANCHES) + " |"
+            for e, row in confusion(records).items()
+        ),
+        "",
+        "![routing](routing.png)",
+        "",
+        "## Grades",
+        "",
+        "![grades](grades.png)",
+        "",
+        "## Latency",
+        "",
+        "![latency](latency.png)",
+        "",
+    ]
+    if sweep_rows:
+        lines += [
+            "## Threshold sweep (from the recorded grades; defaults are not changed)",
+            "",
+            "| upper | lower | routing.accuracy | ambiguous share |",
+            "|---|---|---|---|",
+            *(
+                f"| {r['upper']:.2f} | {r['lower']:.2f} | {r['routing.accuracy']:.3f} | "
+                f"{r['ambiguous_share']:.3f} |"
+                for r in sweep_rows[:15]
+            ),
+            "",
+        ]
+    path = out_dir / "report.md"
+    path.write_text("\n".join(lines), "utf-8")
+    return path
+
+
+def _fmt(v: float) -> str:
+    return str(v) if isinstance(v, int) else f"{v:.3f}"

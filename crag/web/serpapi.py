@@ -1,0 +1,117 @@
+"""Web search through SerpAPI's Google engine, with the `google-search-results` client.
+
+The client is synchronous (requests), so each call runs in a worker thread. Its timeout is in
+seconds (the client's default of 60000 would hang a turn for hours). The API key travels in the
+query string, and requests puts the full URL into its exception messages, so no exception text
+from the client is ever logged or shown: only its class name. Failures never fail the turn: they
+come back as WebOutcome(status=FAILED) and the card says web search failed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+from typing import Any
+
+from pydantic import SecretStr
+from serpapi import GoogleSearch
+
+from crag.models import WebOutcome, WebResult, WebStatus
+from crag.text.lang import detect_language
+
+log = logging.getLogger(__name__)
+# urllib3 logs request lines, query string (and so the key) included, at DEBUG.
+logging.getLogger("urllib3").setLevel(logging.WARNING)
+
+
+class SerpApiSearch:
+    name = "serpapi"
+
+    def __init__(self, api_key: SecretStr, base_url: str = "", timeout_s: float = 5.0) -> None:
+        self._key = api_key
+        self._base_url = base_url.rstrip("/")
+        self._timeout = timeout_s
+
+    async def search(self, query: str, num: int) -> WebOutcome:
+        params = {"engine": "google", "q": query, "num": num, "api_key": self._key.get_secret_value()}
+        if detect_language(query) == "ja":
+            params.update(hl="ja", gl="jp", google_domain="google.co.jp")
+        try:
+            # The worker thread keeps its own timeout; this one guards against a stuck thread.
+            status, body = await asyncio.wait_for(asyncio.to_thread(self._fetch, params), self._timeout + 2)
+        except TimeoutError:
+            log.warning("web search timed out after %.1fs", self._timeout)
+            return _failed("Web search timed out.")
+        except Exception as exc:  # requests' messages hold the URL, and so the key: class name only
+            log.warning("web search failed: %s", exc.__class__.__name__)
+            return _failed("Web search is unavailable.")
+        return self._parse(status, body, num)
+
+    def _fetch(self, params: dict[str, Any]) -> tuple[int, str]:
+        client = GoogleSearch(params)
+        if self._base_url:
+            client.BACKEND = self._base_url  # class attribute, overridden on this instance only
+        client.timeout = self._timeout
+        params["output"] = "json"
+        response = client.get_response()
+        return response.status_code, response.text
+
+    def _parse(self, status: int, body: str, num: int) -> WebOutcome:
+        try:
+            data = json.loads(body)
+        except ValueError:
+            data = None
+        if isinstance(data, dict) and data.get("error"):
+            # SerpAPI explains itself (bad key, quota, no results) in an "error" field.
+            detail = str(data["error"])[:200]
+            if "hasn't returned any results" in detail:
+                return WebOutcome(status=WebStatus.OK, results=[])
+            log.warning("web search error (HTTP %d): %s", status, detail)
+            return _failed("Web search returned an error.")
+        if status >= 400 or not isinstance(data, dict):
+            log.warning("web search failed with HTTP %d", status)
+            return _failed(f"Web search failed (HTTP {status}).")
+        return WebOutcome(status=WebStatus.OK, results=parse_results(data, num))
+
+
+def parse_results(data: dict[str, Any], num: int) -> list[WebResult]:
+    results: list[WebResult] = []
+    box = data.get("answer_box")
+    if isinstance(box, dict):
+        text = box.get("answer") or box.get("snippet") or box.get("result")
+        if not text and isinstance(box.get("list"), list):
+            text = " / ".join(str(x) for x in box["list"])
+        if text:
+            results.append(
+                WebResult(
+                    kind="answer_box",
+                    title=str(box.get("title") or "Answer"),
+                    url=str(box.get("link") or ""),
+                    snippet=str(text),
+                )
+            )
+    for item in (data.get("organic_results") or [])[:num]:
+        if isinstance(item, dict) and item.get("link"):
+            results.append(
+                WebResult(
+                    title=str(item.get("title") or item["link"]),
+                    url=str(item["link"]),
+                    snippet=str(item.get("snippet") or ""),
+                )
+            )
+    for item in (data.get("related_questions") or [])[:3]:
+        if isinstance(item, dict) and item.get("snippet"):
+            results.append(
+                WebResult(
+                    kind="related_question",
+                    title=str(item.get("question") or item.get("title") or ""),
+                    url=str(item.get("link") or ""),
+                    snippet=str(item["snippet"]),
+                )
+            )
+    return results
+
+
+def _failed(message: str) -> WebOutcome:
+    return WebOutcome(status=WebStatus.FAILED, message=message)
