@@ -1,0 +1,162 @@
+"""The evaluation CLI on the shared smoke set, and the metric functions on hand-made cases."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from crag.eval.metrics import Record, branch_for, compute_metrics, contains_any, normalize, percentile, sweep
+from tests.conftest import ROOT, SHARED_EVAL
+
+REQUIRED = [
+    "questions",
+    "in_corpus",
+    "withheld",
+    "retrieval.recall_at_1",
+    "retrieval.recall_at_5",
+    "retrieval.recall_at_10",
+    "retrieval.mrr_at_10",
+    "retrieval.answer_recall_at_5",
+    "routing.accuracy",
+    "routing.in_corpus_internal",
+    "routing.withheld_web",
+    "answer.in_corpus_contains_gold",
+    "answer.withheld_contains_gold",
+    "answer.mean_chars",
+    "latency_ms.p50",
+    "latency_ms.p95",
+]
+
+
+def test_eval_cli_on_smoke_set(tmp_path: Path) -> None:
+    smoke = SHARED_EVAL / "smoke"
+    if not smoke.is_dir():
+        pytest.skip(f"shared evaluation data not found at {smoke}")
+    out = tmp_path / "out"
+    proc = subprocess.run(
+        [sys.executable, "-m", "crag.eval", str(smoke), "--out", str(out), "--sweep"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert proc.returncode == 0, proc.stderr
+    metrics = json.loads((out / "metrics.json").read_text("utf-8"))
+    assert set(REQUIRED) <= set(metrics)
+    assert metrics["questions"] == 15 and metrics["in_corpus"] == 10 and metrics["withheld"] == 5
+    assert all(
+        0.0 <= metrics[k] <= 1.0
+        for k in REQUIRED
+        if "." in k and not k.startswith(("latency", "answer.mean"))
+    )
+    rows = [json.loads(line) for line in (out / "results.jsonl").read_text("utf-8").splitlines()]
+    assert len(rows) == 15
+    assert {"id", "branch", "answer", "cited_files", "urls", "scores", "timings"} <= set(rows[0])
+    # Withheld questions reach the fake SerpAPI through the real provider and cite web URLs.
+    web_rows = [r for r in rows if r["branch"] != "correct"]
+    assert web_rows and all(r["web_status"] == "ok" for r in web_rows)
+    assert any(u.startswith("https://ja.wikipedia.org/") for r in web_rows for u in r["urls"])
+    report = (out / "report.md").read_text("utf-8")
+    assert "routing.accuracy" in report and "Threshold sweep" in report
+    for png in ("grades.png", "routing.png", "latency.png"):
+        assert (out / png).read_bytes().startswith(b"\x89PNG")
+    assert "routing.accuracy" in proc.stdout and "sweep: best" in proc.stdout
+
+
+def test_eval_cli_limit_and_bad_dataset(tmp_path: Path) -> None:
+    smoke = SHARED_EVAL / "smoke"
+    if not smoke.is_dir():
+        pytest.skip(f"shared evaluation data not found at {smoke}")
+    proc = subprocess.run(
+        [sys.executable, "-m", "crag.eval", str(smoke), "--out", str(tmp_path / "o"), "--limit", "3"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads((tmp_path / "o" / "metrics.json").read_text("utf-8"))["questions"] == 3
+    bad = subprocess.run(
+        [sys.executable, "-m", "crag.eval", str(tmp_path), "--out", str(tmp_path / "x")],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert bad.returncode == 2 and "not a dataset folder" in bad.stderr
+
+
+def _rec(**kw: object) -> Record:
+    base: dict[str, object] = {
+        "in_corpus": True,
+        "expected_branch": "correct",
+        "gold_file": "a.md",
+        "answers": ["42"],
+        "branch": "correct",
+        "answer": "",
+        "cited_files": [],
+        "retrieved_files": [],
+        "retrieved_texts": [],
+        "latency_ms": 1.0,
+    }
+    base.update(kw)
+    return Record.model_validate(base)
+
+
+def test_normalized_containment() -> None:
+    assert normalize("ＡＢＣ １２３ x") == "abc123x"
+    assert contains_any("答えは 1124年 から 1126年 まで", ["1124年から1126年"])
+    assert not contains_any("nothing here", ["42"])
+    assert not contains_any("anything", [""])
+
+
+def test_retrieval_metrics() -> None:
+    records = [
+        _rec(retrieved_files=["a.md", "b.md"], retrieved_texts=["the answer is 42", "x"]),
+        _rec(retrieved_files=["b.md", "c.md", "a.md"], retrieved_texts=["x", "y", "z"]),
+        _rec(retrieved_files=["b.md"], retrieved_texts=["x"]),
+        _rec(in_corpus=False, gold_file=None, expected_branch="incorrect", branch="incorrect"),
+    ]
+    m = compute_metrics(records)
+    assert m["in_corpus"] == 3 and m["withheld"] == 1
+    assert m["retrieval.recall_at_1"] == pytest.approx(1 / 3)
+    assert m["retrieval.recall_at_5"] == pytest.approx(2 / 3)
+    assert m["retrieval.mrr_at_10"] == pytest.approx((1 + 1 / 3 + 0) / 3)
+    assert m["retrieval.answer_recall_at_5"] == pytest.approx(1 / 3)
+
+
+def test_routing_and_answer_metrics() -> None:
+    records = [
+        _rec(branch="correct", cited_files=["a.md"], answer="It is 42."),
+        _rec(branch="ambiguous", cited_files=["a.md"], answer="No idea"),
+        _rec(branch="incorrect", answer="x"),
+        _rec(in_corpus=False, gold_file=None, expected_branch="incorrect", branch="ambiguous", answer="42!"),
+        _rec(in_corpus=False, gold_file=None, expected_branch="incorrect", branch="correct", near=True),
+    ]
+    m = compute_metrics(records)
+    assert m["routing.accuracy"] == pytest.approx(1 / 5)
+    assert m["routing.accuracy_excluding_near"] == pytest.approx(1 / 4)
+    assert m["routing.in_corpus_internal"] == pytest.approx(2 / 3)
+    assert m["routing.withheld_web"] == pytest.approx(1 / 2)
+    assert m["answer.in_corpus_contains_gold"] == pytest.approx(1 / 3)
+    assert m["answer.withheld_contains_gold"] == pytest.approx(1 / 2)
+    assert m["answer.mean_chars"] == pytest.approx((9 + 7 + 1 + 3 + 0) / 5)
+
+
+def test_percentile_and_sweep() -> None:
+    assert percentile([1, 2, 3, 4], 0.5) == pytest.approx(2.5)
+    assert percentile([], 0.95) == 0.0
+    assert branch_for([0.85, 0.1], 0.8, 0.4) == "correct"
+    assert branch_for([0.5], 0.8, 0.4) == "ambiguous"
+    assert branch_for([], 0.8, 0.4) == "incorrect"
+    records = [
+        _rec(scores=[0.7]),
+        _rec(in_corpus=False, expected_branch="incorrect", scores=[0.3]),
+    ]
+    rows = sweep(records, [(0.8, 0.4), (0.6, 0.4)])
+    assert rows[0]["upper"] == 0.6 and rows[0]["routing.accuracy"] == 1.0
+    assert rows[1]["routing.accuracy"] == 0.5 and rows[1]["ambiguous_share"] == 0.5

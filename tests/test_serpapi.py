@@ -1,0 +1,137 @@
+"""The SerpAPI provider against fake SerpAPI servers on 127.0.0.1: success and every failure mode."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any
+
+import pytest
+from aiohttp import web
+from pydantic import SecretStr
+
+from crag.models import WebStatus
+from crag.web.serpapi import SerpApiSearch
+
+SECRET = "sk-serp-THIS-MUST-NOT-LEAK"
+Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+
+GOOD = {
+    "search_metadata": {"status": "Success"},
+    "answer_box": {
+        "title": "Tokyo weather",
+        "answer": "Sunny, 18°C",
+        "link": "https://weather.example/tokyo",
+    },
+    "organic_results": [
+        {"position": 1, "title": "Result one", "link": "https://one.example/", "snippet": "First snippet."},
+        {"position": 2, "title": "Result two", "link": "https://two.example/", "snippet": "Second snippet."},
+        {"position": 3, "title": "No link"},
+    ],
+    "related_questions": [
+        {"question": "Is it cold?", "snippet": "Not really.", "link": "https://faq.example/cold"},
+    ],
+}
+
+
+class Server:
+    def __init__(self, handler: Handler) -> None:
+        self.handler = handler
+        self.requests: list[dict[str, str]] = []
+        self.url = ""
+
+    async def _serve(self, request: web.Request) -> web.StreamResponse:
+        self.requests.append(dict(request.query))
+        return await self.handler(request)
+
+
+@pytest.fixture
+async def serve() -> AsyncIterator[Callable[[Handler], Awaitable[Server]]]:
+    runners: list[web.AppRunner] = []
+
+    async def start(handler: Handler) -> Server:
+        server = Server(handler)
+        app = web.Application()
+        app.router.add_get("/search", server._serve)
+        runner = web.AppRunner(app, access_log=None)
+        await runner.setup()
+        site = web.TCPSite(runner, "127.0.0.1", 0)
+        await site.start()
+        runners.append(runner)
+        server.url = f"http://127.0.0.1:{site._server.sockets[0].getsockname()[1]}"  # type: ignore[union-attr]
+        return server
+
+    yield start
+    for runner in runners:
+        await runner.cleanup()
+
+
+def _json(body: Any, status: int = 200) -> Handler:
+    async def handler(request: web.Request) -> web.StreamResponse:
+        return web.json_response(body, status=status)
+
+    return handler
+
+
+async def test_success_uses_answer_box_organic_and_related(serve: Any) -> None:
+    server = await serve(_json(GOOD))
+    outcome = await SerpApiSearch(SecretStr(SECRET), server.url, timeout_s=3).search("東京 天気", 5)
+    assert outcome.status is WebStatus.OK
+    assert [(r.kind, r.url) for r in outcome.results] == [
+        ("answer_box", "https://weather.example/tokyo"),
+        ("organic", "https://one.example/"),
+        ("organic", "https://two.example/"),
+        ("related_question", "https://faq.example/cold"),
+    ]
+    assert outcome.results[0].snippet == "Sunny, 18°C"
+    sent = server.requests[0]
+    assert sent["q"] == "東京 天気" and sent["engine"] == "google" and sent["api_key"] == SECRET
+    assert sent["hl"] == "ja" and sent["num"] == "5"  # a Japanese query searches Japanese Google
+
+
+async def test_error_body_is_a_failed_search(serve: Any, caplog: pytest.LogCaptureFixture) -> None:
+    server = await serve(_json({"error": "Invalid API key. Your API key should be here: ..."}, status=401))
+    outcome = await SerpApiSearch(SecretStr(SECRET), server.url, timeout_s=3).search("q", 5)
+    assert outcome.status is WebStatus.FAILED and outcome.results == []
+    assert "Invalid API key" in caplog.text and SECRET not in caplog.text
+
+
+async def test_no_results_error_is_an_empty_success(serve: Any) -> None:
+    server = await serve(_json({"error": "Google hasn't returned any results for this query."}))
+    outcome = await SerpApiSearch(SecretStr(SECRET), server.url, timeout_s=3).search("zzzz", 5)
+    assert outcome.status is WebStatus.OK and outcome.results == []
+
+
+async def test_http_500_is_a_failed_search(serve: Any, caplog: pytest.LogCaptureFixture) -> None:
+    async def boom(request: web.Request) -> web.StreamResponse:
+        return web.Response(status=500, text="<html>Internal Server Error</html>")
+
+    server = await serve(boom)
+    outcome = await SerpApiSearch(SecretStr(SECRET), server.url, timeout_s=3).search("q", 5)
+    assert outcome.status is WebStatus.FAILED and "500" in outcome.message
+    assert SECRET not in caplog.text
+
+
+async def test_timeout_is_a_failed_search_and_never_leaks_the_key(
+    serve: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    async def slow(request: web.Request) -> web.StreamResponse:
+        await asyncio.sleep(3)
+        return web.json_response(GOOD)
+
+    caplog.set_level(logging.DEBUG)
+    server = await serve(slow)
+    started = asyncio.get_running_loop().time()
+    outcome = await SerpApiSearch(SecretStr(SECRET), server.url, timeout_s=0.5).search("q", 5)
+    elapsed = asyncio.get_running_loop().time() - started
+    assert outcome.status is WebStatus.FAILED
+    assert elapsed < 2.5  # the client's timeout is in seconds, not the default 60000
+    assert SECRET not in caplog.text and SECRET not in outcome.message
+
+
+async def test_unreachable_server_is_a_failed_search(caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.DEBUG)
+    outcome = await SerpApiSearch(SecretStr(SECRET), "http://127.0.0.1:9", timeout_s=1).search("q", 5)
+    assert outcome.status is WebStatus.FAILED
+    assert SECRET not in caplog.text
