@@ -12,6 +12,7 @@ import math
 import re
 import unicodedata
 from dataclasses import dataclass
+from itertools import pairwise
 
 from crag.text.overlap import WeightedQuery
 from crag.text.question import has_number
@@ -29,11 +30,18 @@ class Span:
     text: str  # NFKC, lowercased
     words: frozenset[str]  # Latin words of the text, for prefix matching
     has_number: bool
+    pairs: frozenset[tuple[str, str]]  # terms at most two apart, in either order: phrase evidence
 
     @classmethod
-    def of(cls, terms: frozenset[str], raw: str) -> Span:
+    def of(cls, terms: list[str], raw: str) -> Span:
         text = unicodedata.normalize("NFKC", raw).lower()
-        return cls(terms, text, frozenset(_WORDS.findall(text)), has_number(text))
+        pairs = {_pair(a, b) for i, a in enumerate(terms) for b in terms[i + 1 : i + 3] if a != b}
+        words = frozenset(_WORDS.findall(text))
+        return cls(frozenset(terms), text, words, has_number(text), frozenset(pairs))
+
+
+def _pair(a: str, b: str) -> tuple[str, str]:
+    return (a, b) if a <= b else (b, a)
 
 
 @dataclass(frozen=True)
@@ -50,6 +58,7 @@ class Features:
     window_missing: float  # weight of the question not found in that window
     number_wanted: bool  # the question asks when / how many / how much
     number_found: bool  # ... and the window holds a number
+    phrases: float  # share of the question's adjacent term pairs found side by side in the window
 
     def vector(self) -> list[float]:
         type_signal = 0.0 if not self.number_wanted else (1.0 if self.number_found else -1.0)
@@ -59,6 +68,7 @@ class Features:
             math.log1p(self.window_mass),
             math.log1p(self.window_missing),
             type_signal,
+            self.phrases,
         ]
 
 
@@ -89,15 +99,16 @@ def found(query: WeightedQuery, spans: list[Span]) -> float:
 
 def features(query: WeightedQuery, chunk: ChunkSpans, number_wanted: bool) -> Features:
     if not query or query.total <= 0:
-        return Features(0.0, 0.0, 0.0, 0.0, number_wanted, False)
-    sentences = list(chunk.sentences) or [Span.of(frozenset(), "")]
+        return Features(0.0, 0.0, 0.0, 0.0, number_wanted, False, 0.0)
+    sentences = list(chunk.sentences) or [Span.of([], "")]
     overall = found(query, [chunk.context, *sentences])
-    best_mass, best_number = -1.0, False
+    best_mass, best_number, best_phrases = -1.0, False, 0.0
     for i in range(len(sentences)):
         window = sentences[i : i + 2]
         mass = found(query, [chunk.context, *window])
         if mass > best_mass:
             best_mass, best_number = mass, any(s.has_number for s in window)
+            best_phrases = phrase_share(query, window)
     return Features(
         coverage=overall / query.total,
         window=best_mass / query.total,
@@ -105,4 +116,19 @@ def features(query: WeightedQuery, chunk: ChunkSpans, number_wanted: bool) -> Fe
         window_missing=query.total - best_mass,
         number_wanted=number_wanted,
         number_found=best_number,
+        phrases=best_phrases,
     )
+
+
+def phrase_share(query: WeightedQuery, window: list[Span]) -> float:
+    """Weighted share of the question's consecutive term pairs that stand together in the window."""
+    terms = list(query.weights)
+    if len(terms) < 2:
+        return 0.0
+    total = hit = 0.0
+    for a, b in pairwise(terms):
+        weight = query.weights[a] + query.weights[b]
+        total += weight
+        if any(_pair(a, b) in span.pairs for span in window):
+            hit += weight
+    return hit / total

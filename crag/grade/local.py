@@ -27,12 +27,12 @@ from crag.text.question import asks_for_number
 from crag.text.sentences import split_sentences
 
 # Logistic weights for Features.vector() = [coverage, window, log1p(window_mass),
-# log1p(window_missing), number_signal], then the bias.
-WEIGHTS: tuple[float, ...] = (2.311, 1.519, 2.881, -0.275, -0.205)
-BIAS: float = -5.268
+# log1p(window_missing), number_signal, phrases], then the bias.
+WEIGHTS: tuple[float, ...] = (2.167, 1.188, 2.638, -0.159, -0.226, 1.290)
+BIAS: float = -5.196
 # Logits at which the score reaches the upper (0.8) and lower (0.4) thresholds of the rubric.
-LOGIT_UPPER: float = -1.50
-LOGIT_LOWER: float = -2.00
+LOGIT_UPPER: float = -1.40
+LOGIT_LOWER: float = -1.90
 
 
 def logit(f: Features) -> float:
@@ -75,8 +75,8 @@ class LocalGrader:
         terms = self._index.terms
         header_text = " ".join(dict.fromkeys(chunk.headers))
         result = ChunkSpans(
-            context=Span.of(frozenset(terms(header_text)), header_text),
-            sentences=tuple(Span.of(frozenset(terms(s)), s) for s in split_sentences(chunk.text)),
+            context=Span.of(terms(header_text), header_text),
+            sentences=tuple(Span.of(terms(s), s) for s in split_sentences(chunk.text)),
         )
         self._cache[chunk.id] = result
         if len(self._cache) > self._cache_size:
