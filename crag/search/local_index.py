@@ -13,7 +13,7 @@ import math
 import shutil
 import time
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import quote
@@ -31,7 +31,7 @@ log = logging.getLogger(__name__)
 logging.getLogger("bm25s").setLevel(logging.WARNING)
 
 # Bump when tokenization or chunking changes so that old indexes are rebuilt, not misread.
-INDEX_FORMAT = 6
+INDEX_FORMAT = 7
 
 
 @dataclass(frozen=True)
@@ -100,11 +100,17 @@ class LocalIndex:
         return len(self.chunks)
 
     # -- search ---------------------------------------------------------------------------------
-    def search_terms(self, terms: Sequence[str], k: int) -> list[SearchHit]:
+    def search_terms(
+        self, terms: Sequence[str], k: int, weights: Mapping[str, float] | None = None
+    ) -> list[SearchHit]:
+        """Top-k chunks by BM25; with weights, each term's BM25 contribution is scaled by its weight."""
         known = [t for t in dict.fromkeys(terms) if t in self._df]
         if not known or not self.chunks:
             return []
-        scores = self._bm25.get_scores(known)
+        if weights is None:
+            scores = self._bm25.get_scores(known)
+        else:
+            scores = sum(weights.get(t, 1.0) * self._bm25.get_scores([t]) for t in known)
         k = min(k, len(self.chunks))
         top = np.argpartition(-scores, k - 1)[:k]
         top = top[np.argsort(-scores[top], kind="stable")]

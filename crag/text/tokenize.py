@@ -43,6 +43,11 @@ _EN_STOP = frozenset(
     long often far old kind type happen happened
     """.split()
 )
+# Compound particles that Sudachi splits into content-looking pieces (において -> 置く, について -> 付く).
+_COMPOUND_PARTICLES = re.compile(
+    r"において|における|について|についての|に対して|に対する|によって|による|によると|に関して|に関する|"
+    r"にとって|として|とともに|に基づき|に基づく|に伴い|に伴う|に応じて|を通じて|をもって|にわたって|にわたる"
+)
 _LATIN = re.compile(r"^[0-9a-z][0-9a-z'._-]*$")
 _CONTRACTION = re.compile(r"'(s|t|re|ve|ll|d|m)$")
 _HIRAGANA_ONLY = re.compile(r"^[\u3040-\u309f]+$")
@@ -95,7 +100,7 @@ class TermExtractor:
 
     def analyze(self, text: str) -> list[Word]:
         """Each content word: the term for matching, the keyword for people, and its kind."""
-        text = unicodedata.normalize("NFKC", text)
+        text = _COMPOUND_PARTICLES.sub("、", unicodedata.normalize("NFKC", text))
         tokenizer = self._tokenizer()
         out: list[Word] = []
         for segment in _segments(text):
