@@ -56,3 +56,13 @@ class AnswerGenerator(Protocol):
     ) -> GeneratedAnswer:
         """An answer from the given knowledge only, with numbered citations, or the refusal text."""
         ...
+
+
+class Embedder(Protocol):
+    """Text embeddings for vector search (the configured embedding deployment or model)."""
+
+    name: str
+
+    async def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        """One vector per text, in input order. Raises on failure (callers decide how to degrade)."""
+        ...
