@@ -10,7 +10,7 @@ from botbuilder.core import MessageFactory, TurnContext
 from pydantic import BaseModel, ValidationError, field_validator
 
 from bot.runtime import BotRuntime
-from cards.answer_card import FEEDBACK_ACTION
+from cards.answer_card import ASK_ACTION, FEEDBACK_ACTION
 from cards.strings import Lang, t
 from crag.feedback.store import FeedbackOutcome
 
@@ -46,6 +46,17 @@ class FeedbackSubmit(BaseModel):
         if v not in ("up", "down"):
             raise ValueError("unknown reaction")
         return v
+
+
+def followup_question(value: Any) -> str | None:
+    """The question of a follow-up suggestion button, or None for any other submit."""
+    if (
+        isinstance(value, dict)
+        and value.get("action") == ASK_ACTION
+        and isinstance(value.get("question"), str)
+    ):
+        return value["question"].strip()
+    return None
 
 
 def is_card_submit(activity_value: Any, text: str | None) -> bool:

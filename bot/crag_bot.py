@@ -8,7 +8,7 @@ from botbuilder.core import ActivityHandler, ConversationState, MessageFactory, 
 from botbuilder.dialogs import Dialog, DialogExtensions
 from botbuilder.schema import ChannelAccount
 
-from bot.card_actions import handle_submit, is_card_submit
+from bot.card_actions import followup_question, handle_submit, is_card_submit
 from bot.runtime import BotRuntime
 from cards.strings import language_of, t
 
@@ -46,8 +46,12 @@ class CragBot(ActivityHandler):
     async def on_message_activity(self, turn_context: TurnContext) -> None:
         activity = turn_context.activity
         if is_card_submit(activity.value, activity.text):
-            await handle_submit(turn_context, self.runtime, language_of(activity.locale))
-            return
+            question = followup_question(activity.value)
+            if question is None:
+                await handle_submit(turn_context, self.runtime, language_of(activity.locale))
+                return
+            # A follow-up suggestion button: ask it as if the user had typed it.
+            activity.text, activity.value = question, None
         # In channels the text starts with "<at>Bot</at>"; the question is what follows.
         activity.text = (TurnContext.remove_recipient_mention(activity) or "").strip()
         await DialogExtensions.run_dialog(

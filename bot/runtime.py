@@ -76,6 +76,8 @@ class BotRuntime:
         return True
 
     async def close(self) -> None:
+        if self.engine is not None:
+            await self.engine.close()
         await self.feedback.close()
 
 

@@ -5,12 +5,13 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from cards.strings import Lang, t
+from cards.strings import Lang, has_text, t
 from crag.models import Branch, CragResult, WebStatus
 
 CARD_VERSION = "1.5"
 MAX_CARD_BYTES = 28_000
 FEEDBACK_ACTION = "crag.feedback"
+ASK_ACTION = "crag.ask"
 _MAX_SCORE_ROWS = 10
 
 
@@ -43,6 +44,22 @@ def answer_card(result: CragResult, lang: Lang | None = None) -> dict[str, Any]:
     ]
     for notice in _notices(result, lang):
         body.append(_text(notice, isSubtle=True, size="Small"))
+    if result.followups:
+        body.append(_text(t("followups", lang), weight="Bolder", spacing="Medium", size="Small"))
+        body.append(
+            {
+                "type": "ActionSet",
+                "id": "followups",
+                "actions": [
+                    {
+                        "type": "Action.Submit",
+                        "title": _clip(q, 80),
+                        "data": {"action": ASK_ACTION, "question": q},
+                    }
+                    for q in result.followups[:3]
+                ],
+            }
+        )
 
     docs = [c for c in result.citations if c.kind == "document"]
     if docs:
@@ -106,6 +123,10 @@ def _notices(result: CragResult, lang: Lang) -> list[str]:
         notices.append(t("web.failed", lang))
     if result.branch is Branch.INCORRECT:
         notices.append(t("no_documents", lang))
+    for code in result.notices:
+        key = f"notice.{code}"
+        if has_text(key):
+            notices.append(t(key, lang))
     return notices
 
 

@@ -24,6 +24,11 @@ _TEXTS: dict[str, dict[Lang, str]] = {
         "ja": "Web 検索に失敗したため、得られた情報のみで回答しています。",
         "en": "Web search failed, so this answer uses only what was found.",
     },
+    "notice.llm_fallback": {
+        "ja": "言語モデルに接続できなかったため、この回答はローカルの検索・抽出機能で作成しました。",
+        "en": "The language model was unavailable, so this answer was prepared by the local components.",
+    },
+    "followups": {"ja": "関連する質問", "en": "Related questions"},
     "no_documents": {
         "ja": "関連する社内文書は見つかりませんでした。",
         "en": "No relevant internal documents were found.",
@@ -103,3 +108,7 @@ def language_of(locale: str | None, fallback: Lang = "en") -> Lang:
     if not locale:
         return fallback
     return "ja" if locale.lower().startswith("ja") else "en"
+
+
+def has_text(key: str) -> bool:
+    return key in _TEXTS

@@ -8,11 +8,13 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 
+from crag import trace
 from crag.models import Branch, CragResult, GradedChunk, Turn, WebOutcome, WebStatus
-from crag.protocols import AnswerGenerator, Grader, QueryRewriter, Retriever, WebSearch
+from crag.protocols import AnswerGenerator, Grader, KnowledgeRefiner, QueryRewriter, Retriever, WebSearch
+from crag.refine.passthrough import PassThroughRefiner
 from crag.text.lang import detect_language
 
 log = logging.getLogger(__name__)
@@ -44,6 +46,8 @@ class CragEngine:
         web: WebSearch,
         generator: AnswerGenerator,
         config: EngineConfig | None = None,
+        refiner: KnowledgeRefiner | None = None,
+        closers: Sequence[Callable[[], Awaitable[None]]] = (),
     ) -> None:
         self.rewriter = rewriter
         self.retriever = retriever
@@ -51,6 +55,16 @@ class CragEngine:
         self.web = web
         self.generator = generator
         self.config = config or EngineConfig()
+        self.refiner: KnowledgeRefiner = refiner or PassThroughRefiner()
+        self._closers = list(closers)
+
+    async def close(self) -> None:
+        """Release the providers' connections (LLM and search clients)."""
+        for close in self._closers:
+            try:
+                await close()
+            except Exception:
+                log.warning("error while closing a provider", exc_info=True)
 
     @property
     def providers(self) -> dict[str, str]:
@@ -59,10 +73,15 @@ class CragEngine:
             "search": self.retriever.name,
             "grade": self.grader.name,
             "web": self.web.name,
+            "refine": self.refiner.name,
             "generate": self.generator.name,
         }
 
     async def run(self, question: str, history: Sequence[Turn] = ()) -> CragResult:
+        with trace.turn_trace() as turn:
+            return await self._run(question, history, turn)
+
+    async def _run(self, question: str, history: Sequence[Turn], turn: trace.TurnTrace) -> CragResult:
         timings: dict[str, float] = {}
         clock = _Clock(timings)
         language = detect_language(question)
@@ -84,8 +103,10 @@ class CragEngine:
                 web_query = await self.rewriter.rewrite_for_web(question, history)
                 web = await self.web.search(web_query, self.config.web_results)
 
+        with clock("refine"):
+            knowledge, web_knowledge = await self.refiner.refine(question, kept, web.results)
         with clock("generate"):
-            answer = await self.generator.generate(question, language, kept, web.results)
+            answer = await self.generator.generate(question, language, knowledge, web_knowledge)
         timings["total"] = round(sum(timings.values()), 2)
         return CragResult(
             question=question,
@@ -98,7 +119,11 @@ class CragEngine:
             answer=answer.text,
             refused=answer.refused,
             citations=answer.citations,
+            followups=answer.followups,
+            notices=list(turn.notices),
             timings_ms=timings,
+            llm_calls=turn.llm_calls,
+            llm_tokens=turn.tokens,
             providers=self.providers,
         )
 

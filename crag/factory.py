@@ -8,11 +8,18 @@ from collections.abc import Callable
 from crag.engine import CragEngine, EngineConfig
 from crag.generate.extractive import ExtractiveComposer
 from crag.grade.local import LocalGrader
-from crag.protocols import WebSearch
+from crag.llm.client import LlmClient
+from crag.llm.generate import LlmGenerator
+from crag.llm.grade import LlmGrader
+from crag.llm.refine import LlmRefiner
+from crag.llm.rewrite import LlmRewriter
+from crag.protocols import AnswerGenerator, Grader, KnowledgeRefiner, QueryRewriter, WebSearch
+from crag.refine.passthrough import PassThroughRefiner
 from crag.rewrite.local import LocalKeywordRewriter
 from crag.search.local import LocalRetriever
 from crag.search.local_index import BuildReport, LocalIndex
 from crag.settings import CragSettings
+from crag.text.stats import FlatStats, TermStats
 from crag.text.tokenize import term_extractor
 from crag.web.off import WebSearchOff
 from crag.web.serpapi import SerpApiSearch
@@ -35,7 +42,11 @@ def open_local_index(
     )
 
 
-def build_engine(settings: CragSettings, index: LocalIndex) -> CragEngine:
+def build_engine(settings: CragSettings, index: LocalIndex | None) -> CragEngine:
+    """The engine for these settings: local providers, or the LLM ones with local fallbacks.
+
+    `index` is the local index (None when documents live in a remote index: the local fallbacks
+    then weigh terms by word kind and general-language rarity only)."""
     _warn_unbuilt(settings)
     config = EngineConfig(
         upper=settings.upper_threshold,
@@ -43,13 +54,33 @@ def build_engine(settings: CragSettings, index: LocalIndex) -> CragEngine:
         top_k=settings.top_k,
         web_results=settings.web_results,
     )
+    stats: TermStats = index if index is not None else FlatStats(term_extractor())
+    rewriter: QueryRewriter = LocalKeywordRewriter(term_extractor())
+    grader: Grader = LocalGrader(stats)
+    generator: AnswerGenerator = ExtractiveComposer(stats, settings.answer_max_chars)
+    refiner: KnowledgeRefiner = PassThroughRefiner()
+    closers = []
+    llm = LlmClient.from_settings(settings)
+    if llm is not None:
+        rewriter = LlmRewriter(llm, rewriter)
+        grader = LlmGrader(
+            llm, grader, settings.grade_concurrency, settings.grade_batch, settings.grade_batch_size
+        )
+        generator = LlmGenerator(llm, generator, settings.followups)
+        if settings.refine:
+            refiner = LlmRefiner(llm, settings.refine_min_chars)
+        closers.append(llm.close)
+    if index is None:
+        raise ValueError("no document index: configure Azure AI Search or a local documents folder")
     return CragEngine(
-        rewriter=LocalKeywordRewriter(term_extractor()),
+        rewriter=rewriter,
         retriever=LocalRetriever(index),
-        grader=LocalGrader(index),
+        grader=grader,
         web=_web_search(settings),
-        generator=ExtractiveComposer(index, settings.answer_max_chars),
+        generator=generator,
         config=config,
+        refiner=refiner,
+        closers=closers,
     )
 
 
@@ -62,10 +93,7 @@ def _web_search(settings: CragSettings) -> WebSearch:
 
 def _warn_unbuilt(settings: CragSettings) -> None:
     # The real-service providers arrive in later work; say so rather than silently ignore keys.
-    configured = {
-        "LLM": settings.azure_openai_endpoint or settings.openai_api_key.get_secret_value(),
-        "Azure AI Search": settings.azure_search_endpoint,
-    }
+    configured = {"Azure AI Search": settings.azure_search_endpoint}
     for service, value in configured.items():
         if value:
             log.warning("%s settings found, but this build only has local providers; using local", service)

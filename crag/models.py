@@ -72,6 +72,7 @@ class GeneratedAnswer(BaseModel):
     text: str
     citations: list[Citation] = Field(default_factory=list)
     refused: bool = False  # the fixed "cannot answer" text was returned
+    followups: list[str] = Field(default_factory=list)
 
 
 class CragResult(BaseModel):

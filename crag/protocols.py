@@ -44,6 +44,16 @@ class WebSearch(Protocol):
         ...
 
 
+class KnowledgeRefiner(Protocol):
+    name: str
+
+    async def refine(
+        self, question: str, chunks: Sequence[GradedChunk], web: Sequence[WebResult]
+    ) -> tuple[list[GradedChunk], list[WebResult]]:
+        """Only what bears on the question (dropping whatever holds nothing of use)."""
+        ...
+
+
 class AnswerGenerator(Protocol):
     name: str
 

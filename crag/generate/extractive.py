@@ -13,10 +13,10 @@ from typing import Literal
 
 from crag.messages import REFUSAL
 from crag.models import Citation, GeneratedAnswer, GradedChunk, WebResult
-from crag.search.local_index import LocalIndex
 from crag.text.overlap import WeightedQuery, weighted_query
 from crag.text.question import asks_for_number, has_number
 from crag.text.sentences import split_sentences
+from crag.text.stats import TermStats
 
 
 @dataclass
@@ -36,7 +36,7 @@ class _Source:
 class ExtractiveComposer:
     name = "local-extractive"
 
-    def __init__(self, index: LocalIndex, max_chars: int = 300) -> None:
+    def __init__(self, index: TermStats, max_chars: int = 300) -> None:
         self._index = index
         self._max_chars = max_chars
 

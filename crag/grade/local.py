@@ -21,10 +21,10 @@ from collections.abc import Sequence
 
 from crag.grade.evidence import ChunkSpans, Features, Span, features
 from crag.models import Chunk
-from crag.search.local_index import LocalIndex
 from crag.text.overlap import WeightedQuery, weighted_query
 from crag.text.question import asks_for_number
 from crag.text.sentences import split_sentences
+from crag.text.stats import TermStats
 
 # Logistic weights for Features.vector() = [coverage, window, log1p(window_mass),
 # log1p(window_missing), number_signal, phrases], then the bias.
@@ -51,7 +51,7 @@ def calibrate(z: float) -> float:
 class LocalGrader:
     name = "local-lexical"
 
-    def __init__(self, index: LocalIndex, cache_size: int = 4096) -> None:
+    def __init__(self, index: TermStats, cache_size: int = 4096) -> None:
         self._index = index
         self._cache: OrderedDict[str, ChunkSpans] = OrderedDict()
         self._cache_size = cache_size

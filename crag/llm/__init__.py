@@ -1,0 +1,1 @@
+"""Language-model providers (Azure OpenAI, OpenAI, any OpenAI-compatible server) with local fallbacks."""

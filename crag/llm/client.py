@@ -1,0 +1,173 @@
+"""One OpenAI-compatible chat / embeddings client for the whole process.
+
+Azure OpenAI (API key or Entra ID) or OpenAI and any compatible server (OPENAI_BASE_URL). The
+SDK's own retries handle 429 and 5xx with exponential backoff and honour Retry-After; each call has
+a timeout; a semaphore bounds the calls in flight. Every failure surfaces as LlmUnavailable with a
+message that is safe to log (no key, no prompt), so providers can fall back to local components.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Sequence
+from typing import Any
+
+import openai
+
+from crag import trace
+from crag.settings import CragSettings
+
+log = logging.getLogger(__name__)
+
+ENTRA_SCOPE = "https://cognitiveservices.azure.com/.default"
+
+
+class LlmUnavailable(Exception):
+    """The model could not be reached or refused the call; the message names only the failure kind."""
+
+
+class LlmClient:
+    def __init__(
+        self,
+        client: openai.AsyncOpenAI,
+        model: str,
+        embedding_model: str = "",
+        timeout: float = 20.0,
+        concurrency: int = 5,
+        name: str = "openai",
+    ) -> None:
+        self._client = client
+        self.model = model
+        self.embedding_model = embedding_model
+        self.name = name
+        self._timeout = timeout
+        self._semaphore = asyncio.Semaphore(concurrency)
+        # Newer models reject max_tokens / temperature; learn that once instead of failing each call.
+        self._token_param = "max_tokens"
+        self._send_temperature = True
+
+    @classmethod
+    def from_settings(cls, settings: CragSettings) -> LlmClient | None:
+        """The configured client, or None when no language model is configured (local mode)."""
+        choice = settings.llm_provider
+        azure = bool(settings.azure_openai_endpoint and settings.azure_openai_deployment)
+        compatible = bool(settings.openai_api_key.get_secret_value() or settings.openai_base_url)
+        if choice == "local" or (choice == "auto" and not (azure or compatible)):
+            return None
+        if choice == "azure" or (choice == "auto" and azure):
+            if not azure:
+                raise ValueError("CRAG_LLM=azure needs AZURE_OPENAI_ENDPOINT and AZURE_OPENAI_DEPLOYMENT")
+            return cls(
+                _azure_client(settings),
+                settings.azure_openai_deployment,
+                settings.azure_openai_embedding_deployment,
+                settings.llm_timeout,
+                settings.llm_concurrency,
+                name="azure-openai",
+            )
+        client = openai.AsyncOpenAI(
+            # A local OpenAI-compatible server may need no key; the SDK insists on one.
+            api_key=settings.openai_api_key.get_secret_value() or "not-needed",
+            base_url=settings.openai_base_url or None,
+            max_retries=settings.llm_max_retries,
+            timeout=settings.llm_timeout,
+        )
+        return cls(
+            client,
+            settings.openai_model,
+            settings.openai_embedding_model,
+            settings.llm_timeout,
+            settings.llm_concurrency,
+            name="openai",
+        )
+
+    async def chat(
+        self,
+        system: str,
+        user: str,
+        *,
+        max_tokens: int = 400,
+        temperature: float = 0.0,
+    ) -> str:
+        messages = [{"role": "system", "content": system}, {"role": "user", "content": user}]
+        async with self._semaphore:
+            for _ in range(3):  # at most two parameter adjustments
+                params: dict[str, Any] = {"model": self.model, "messages": messages, "timeout": self._timeout}
+                params[self._token_param] = max_tokens
+                if self._send_temperature:
+                    params["temperature"] = temperature
+                try:
+                    response = await self._client.chat.completions.create(**params)
+                except openai.BadRequestError as exc:
+                    if self._adjust(exc):
+                        continue
+                    raise LlmUnavailable(_describe(exc)) from None
+                except openai.OpenAIError as exc:
+                    raise LlmUnavailable(_describe(exc)) from None
+                break
+        turn = trace.current()
+        turn.llm_calls += 1
+        if response.usage is not None:
+            turn.prompt_tokens += response.usage.prompt_tokens or 0
+            turn.completion_tokens += response.usage.completion_tokens or 0
+        if not response.choices:
+            raise LlmUnavailable("empty response")
+        return response.choices[0].message.content or ""
+
+    async def embed(self, texts: Sequence[str]) -> list[list[float]]:
+        if not self.embedding_model:
+            raise LlmUnavailable("no embedding model configured")
+        async with self._semaphore:
+            try:
+                response = await self._client.embeddings.create(
+                    model=self.embedding_model, input=list(texts), timeout=self._timeout
+                )
+            except openai.OpenAIError as exc:
+                raise LlmUnavailable(_describe(exc)) from None
+        turn = trace.current()
+        turn.llm_calls += 1
+        if response.usage is not None:
+            turn.prompt_tokens += response.usage.prompt_tokens or 0
+        ordered = sorted(response.data, key=lambda d: d.index)
+        return [list(d.embedding) for d in ordered]
+
+    def _adjust(self, exc: openai.BadRequestError) -> bool:
+        message = str(exc)
+        if self._token_param == "max_tokens" and "max_completion_tokens" in message:
+            self._token_param = "max_completion_tokens"
+            return True
+        if self._send_temperature and "temperature" in message:
+            self._send_temperature = False
+            return True
+        return False
+
+    async def close(self) -> None:
+        await self._client.close()
+
+
+def _azure_client(settings: CragSettings) -> openai.AsyncOpenAI:
+    common: dict[str, Any] = {
+        "azure_endpoint": settings.azure_openai_endpoint,
+        "api_version": settings.azure_openai_api_version,
+        "max_retries": settings.llm_max_retries,
+        "timeout": settings.llm_timeout,
+    }
+    key = settings.azure_openai_api_key.get_secret_value()
+    if key:
+        return openai.AsyncAzureOpenAI(api_key=key, **common)
+    # No key: Entra ID (managed identity, workload identity, az login...) through azure-identity.
+    from azure.identity.aio import DefaultAzureCredential, get_bearer_token_provider
+
+    provider = get_bearer_token_provider(DefaultAzureCredential(), ENTRA_SCOPE)
+    return openai.AsyncAzureOpenAI(azure_ad_token_provider=provider, **common)
+
+
+def _describe(exc: openai.OpenAIError) -> str:
+    if isinstance(exc, openai.APITimeoutError):
+        return "timeout"
+    if isinstance(exc, openai.APIStatusError):
+        return f"HTTP {exc.status_code}"
+    if isinstance(exc, openai.APIConnectionError):
+        return "connection failed"
+    return exc.__class__.__name__

@@ -1,0 +1,114 @@
+"""Answer generation with the language model: cited, concise, or the fixed refusal text.
+
+Follow-up suggestions are asked for in parallel with the answer (they depend on the question and
+the sources, not on the answer), so they add no latency. When the model fails, the extractive
+composer answers and the turn says so.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import re
+from collections.abc import Sequence
+from typing import Literal
+
+from crag import trace
+from crag.llm import prompts
+from crag.llm.client import LlmClient, LlmUnavailable
+from crag.messages import REFUSAL
+from crag.models import Citation, GeneratedAnswer, GradedChunk, WebResult
+from crag.protocols import AnswerGenerator
+
+log = logging.getLogger(__name__)
+
+_MARKER = re.compile(r"\[(\d{1,2})\]")
+_SOURCE_CHARS = 2500
+
+
+class LlmGenerator:
+    name = "llm-generate"
+
+    def __init__(self, llm: LlmClient, fallback: AnswerGenerator, followups: bool = True) -> None:
+        self._llm = llm
+        self._fallback = fallback
+        self._followups = followups
+
+    async def generate(
+        self,
+        question: str,
+        language: Literal["ja", "en"],
+        chunks: Sequence[GradedChunk],
+        web: Sequence[WebResult],
+    ) -> GeneratedAnswer:
+        sources = _sources(chunks, web)
+        if not sources:
+            return GeneratedAnswer(text=REFUSAL[language], refused=True)
+        block = "\n\n".join(
+            f"[{c.number}] {c.title} ({c.file or c.url})\n<<<\n{text}\n>>>" for c, text in sources
+        )
+        user = f"Sources:\n{block}\n\nQuestion: {question}"
+        system = prompts.ANSWER.format(refusal=REFUSAL[language])
+        tasks = [self._llm.chat(system, user, max_tokens=700)]
+        if self._followups:
+            tasks.append(self._llm.chat(prompts.FOLLOWUPS, user, max_tokens=200))
+        replies = await asyncio.gather(*tasks, return_exceptions=True)
+        answer = replies[0]
+        if isinstance(answer, BaseException):
+            if not isinstance(answer, LlmUnavailable):
+                raise answer
+            log.warning("generation fell back to the extractive composer: %s", answer)
+            trace.current().notice("llm_fallback")
+            return await self._fallback.generate(question, language, chunks, web)
+        followups = _followups(replies[1]) if len(replies) > 1 else []
+        return _finish(answer.strip(), [c for c, _ in sources], language, followups)
+
+
+def _sources(chunks: Sequence[GradedChunk], web: Sequence[WebResult]) -> list[tuple[Citation, str]]:
+    out: list[tuple[Citation, str]] = []
+    for g in chunks:
+        c = g.chunk
+        citation = Citation(
+            number=len(out) + 1, kind="document", title=c.title, url=c.url, file=c.file, excerpt=c.text[:160]
+        )
+        out.append((citation, c.text[:_SOURCE_CHARS]))
+    for w in web:
+        citation = Citation(
+            number=len(out) + 1, kind="web", title=w.title, url=w.url, excerpt=w.snippet[:160]
+        )
+        out.append((citation, w.snippet[:_SOURCE_CHARS]))
+    return out
+
+
+def _finish(
+    text: str, sources: list[Citation], language: Literal["ja", "en"], followups: list[str]
+) -> GeneratedAnswer:
+    if not text or REFUSAL[language] in text or REFUSAL["en"] in text or REFUSAL["ja"] in text:
+        return GeneratedAnswer(text=REFUSAL[language], refused=True)
+    # Renumber the cited sources 1..n in order of first use, and drop markers that name no source.
+    by_number = {c.number: c for c in sources}
+    order: dict[int, int] = {}
+    for m in _MARKER.finditer(text):
+        n = int(m.group(1))
+        if n in by_number and n not in order:
+            order[n] = len(order) + 1
+
+    def renumber(m: re.Match[str]) -> str:
+        n = int(m.group(1))
+        return f"[{order[n]}]" if n in order else ""
+
+    text = _MARKER.sub(renumber, text)
+    citations = [by_number[n].model_copy(update={"number": new}) for n, new in order.items()]
+    return GeneratedAnswer(text=text, citations=citations, followups=followups)
+
+
+def _followups(reply: object) -> list[str]:
+    if not isinstance(reply, str):
+        return []  # a failed suggestion call costs the user nothing
+    match = re.search(r"\[.*\]", reply, re.S)
+    try:
+        values = json.loads(match.group(0)) if match else []
+    except ValueError:
+        return []
+    return [str(v).strip()[:150] for v in values if isinstance(v, str) and v.strip()][:3]

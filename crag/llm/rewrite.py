@@ -1,0 +1,42 @@
+"""Query rewriting with the language model, history-aware; the local keyword rewrite on failure."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+
+from crag import trace
+from crag.llm import prompts
+from crag.llm.client import LlmClient, LlmUnavailable
+from crag.models import Turn
+from crag.protocols import QueryRewriter
+
+log = logging.getLogger(__name__)
+
+
+class LlmRewriter:
+    name = "llm-rewrite"
+
+    def __init__(self, llm: LlmClient, fallback: QueryRewriter) -> None:
+        self._llm = llm
+        self._fallback = fallback
+
+    async def rewrite(self, question: str, history: Sequence[Turn]) -> str:
+        return await self._ask(prompts.REWRITE, question, history, self._fallback.rewrite)
+
+    async def rewrite_for_web(self, question: str, history: Sequence[Turn]) -> str:
+        return await self._ask(prompts.WEB_REWRITE, question, history, self._fallback.rewrite_for_web)
+
+    async def _ask(self, system: str, question: str, history: Sequence[Turn], fallback) -> str:  # type: ignore[no-untyped-def]
+        user = (
+            f"Earlier conversation:\n{prompts.history_block([(t.question, t.answer) for t in history])}\n\n"
+            f"Question: {question}"
+        )
+        try:
+            reply = await self._llm.chat(system, user, max_tokens=80)
+        except LlmUnavailable as exc:
+            log.warning("rewrite fell back to local keywords: %s", exc)
+            trace.current().notice("llm_fallback")
+            return str(await fallback(question, history))
+        line = " ".join(reply.strip().strip('"「」').split())
+        return line[:300] or str(await fallback(question, history))

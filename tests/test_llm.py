@@ -1,0 +1,202 @@
+"""The LLM providers through the real `openai` client against a fake server on 127.0.0.1."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from cards.answer_card import answer_card
+from crag.engine import CragEngine
+from crag.factory import build_engine, open_local_index
+from crag.llm.grade import parse_score, parse_scores
+from crag.messages import REFUSAL
+from crag.models import Branch, Turn
+from crag.settings import CragSettings
+from tests.conftest import SAMPLE_DOCS
+from tests.fake_openai import FakeOpenAI
+from tests.fakes import card_text
+
+
+@pytest.fixture
+async def fake() -> AsyncIterator[FakeOpenAI]:
+    server = FakeOpenAI()
+    await server.start()
+    yield server
+    await server.stop()
+
+
+@pytest.fixture(scope="module")
+def index_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("llm-index")
+
+
+def _engine(index_dir: Path, **env: Any) -> CragEngine:
+    settings = CragSettings(CRAG_DOCS_DIR=str(SAMPLE_DOCS), CRAG_INDEX_DIR=str(index_dir), **env)
+    index, _ = open_local_index(settings)
+    return build_engine(settings, index)
+
+
+def _openai_env(fake: FakeOpenAI, **extra: Any) -> dict[str, Any]:
+    return {
+        "OPENAI_API_KEY": "sk-test-key",
+        "OPENAI_BASE_URL": fake.url + "/v1",
+        "OPENAI_MODEL": "gpt-x",
+        **extra,
+    }
+
+
+async def test_openai_shape_runs_every_stage(fake: FakeOpenAI, index_dir: Path) -> None:
+    engine = _engine(index_dir, **_openai_env(fake))
+    try:
+        result = await engine.run("What is the monthly remote work allowance?")
+    finally:
+        await engine.close()
+    tasks = [r["task"] for r in fake.chats()]
+    assert tasks[0] == "rewrite"
+    assert tasks.count("grade") == len(result.graded) > 0
+    assert "answer" in tasks and "followups" in tasks
+    first = fake.chats()[0]
+    assert first["path"] == "/v1/chat/completions"
+    assert first["headers"]["Authorization"] == "Bearer sk-test-key"
+    assert first["body"]["model"] == "gpt-x"
+    assert result.providers["grade"] == "llm-grade" and result.providers["generate"] == "llm-generate"
+    assert result.llm_calls == len(fake.chats()) and result.llm_tokens == 60 * result.llm_calls
+    assert result.citations and result.answer.endswith("[1]")
+    assert result.followups == ["What else should I know?", "Who do I contact?"]
+    assert result.notices == []
+
+
+async def test_azure_shape(fake: FakeOpenAI, index_dir: Path) -> None:
+    engine = _engine(
+        index_dir,
+        AZURE_OPENAI_ENDPOINT=fake.url,
+        AZURE_OPENAI_API_KEY="azure-key",
+        AZURE_OPENAI_DEPLOYMENT="gpt4o-deploy",
+        AZURE_OPENAI_API_VERSION="2024-10-21",
+    )
+    try:
+        await engine.run("有給休暇の繰越しは最大何日ですか？")
+    finally:
+        await engine.close()
+    call = fake.chats()[0]
+    assert call["path"] == "/openai/deployments/gpt4o-deploy/chat/completions"
+    assert call["query"]["api-version"] == "2024-10-21"
+    assert call["headers"]["api-key"] == "azure-key"
+
+
+async def test_rate_limit_is_retried_then_succeeds(fake: FakeOpenAI, index_dir: Path) -> None:
+    fake.failures = ["429"]  # the first call (the rewrite) is rate-limited once
+    engine = _engine(index_dir, **_openai_env(fake))
+    try:
+        result = await engine.run("What is the monthly remote work allowance?")
+    finally:
+        await engine.close()
+    rewrites = fake.chats("rewrite")
+    assert len(rewrites) == 2  # the SDK retried after Retry-After
+    assert result.notices == []  # nothing fell back
+
+
+async def test_timeout_falls_back_to_local_components(
+    fake: FakeOpenAI, index_dir: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    fake.failures = ["slow"] * 50
+    fake.slow_seconds = 2.0
+    engine = _engine(index_dir, **_openai_env(fake, CRAG_LLM_TIMEOUT=0.3, CRAG_LLM_MAX_RETRIES=0))
+    try:
+        result = await engine.run("有給休暇の繰越しは最大何日までできますか？")
+    finally:
+        await engine.close()
+    assert result.notices == ["llm_fallback"]
+    assert "20日" in result.answer and result.cited_files == ["leave_policy.md"]  # the extractive answer
+    assert "timeout" in caplog.text and "sk-test-key" not in caplog.text
+    assert "language model was unavailable" in card_text(answer_card(result, "en"))
+
+
+async def test_server_errors_fall_back(fake: FakeOpenAI, index_dir: Path) -> None:
+    fake.failures = ["500"] * 50
+    engine = _engine(index_dir, **_openai_env(fake, CRAG_LLM_MAX_RETRIES=1))
+    try:
+        result = await engine.run("What is the monthly remote work allowance?")
+    finally:
+        await engine.close()
+    assert "llm_fallback" in result.notices and result.answer
+
+
+async def test_malformed_grades_count_as_zero(
+    fake: FakeOpenAI, index_dir: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.WARNING)
+    fake.failures = ["", *["junk"] * 10]  # the rewrite is fine, then every grade is junk
+    engine = _engine(index_dir, **_openai_env(fake))
+    try:
+        result = await engine.run("What is the monthly remote work allowance?")
+    finally:
+        await engine.close()
+    assert result.graded and all(g.score == 0.0 for g in result.graded)
+    assert result.branch is Branch.INCORRECT
+    assert "unparseable grade" in caplog.text
+
+
+async def test_batch_grading_uses_fewer_calls(fake: FakeOpenAI, index_dir: Path) -> None:
+    engine = _engine(index_dir, **_openai_env(fake, CRAG_GRADE_BATCH=True, CRAG_GRADE_BATCH_SIZE=5))
+    try:
+        result = await engine.run("What is the monthly remote work allowance?")
+    finally:
+        await engine.close()
+    batches = fake.chats("grade_batch")
+    assert fake.chats("grade") == []
+    assert len(batches) == -(-len(result.graded) // 5)
+    assert "Passage 1:" in batches[0]["body"]["messages"][1]["content"]
+    assert max(g.score for g in result.graded) >= 0.5
+
+
+async def test_refusal_text_is_kept(fake: FakeOpenAI, index_dir: Path) -> None:
+    fake.refuse = True
+    engine = _engine(index_dir, **_openai_env(fake))
+    try:
+        result = await engine.run("有給休暇の繰越しは最大何日までできますか？")
+    finally:
+        await engine.close()
+    assert result.refused and result.answer == REFUSAL["ja"] and result.citations == []
+
+
+async def test_history_feeds_the_rewrite(fake: FakeOpenAI, index_dir: Path) -> None:
+    engine = _engine(index_dir, **_openai_env(fake))
+    history = [Turn(question="What is the monthly remote work allowance?", answer="¥4,000 [1]")]
+    try:
+        await engine.run("And how is it paid?", history)
+    finally:
+        await engine.close()
+    prompt = fake.chats("rewrite")[0]["body"]["messages"][1]["content"]
+    assert "What is the monthly remote work allowance?" in prompt and "And how is it paid?" in prompt
+
+
+@pytest.mark.parametrize(
+    ("reply", "score"),
+    [
+        ("Relevance Score: 0.85", 0.85),
+        ("relevance score：0.4", 0.4),
+        ("0.7", 0.7),
+        ('{"score": 0.25}', 0.25),
+        ("Relevance Score: 85%", 0.85),
+        ("Relevance Score: 8/10", 0.8),
+        ("8", 0.8),
+        ("I think it is relevant", None),
+        ("Relevance Score: 42", None),
+        ("", None),
+    ],
+)
+def test_parse_score(reply: str, score: float | None) -> None:
+    got = parse_score(reply)
+    assert got == pytest.approx(score) if score is not None else got is None
+
+
+def test_parse_batch_scores() -> None:
+    assert parse_scores("```json\n[0.9, 0.1, 0.5]\n```", 3) == [0.9, 0.1, 0.5]
+    assert parse_scores("[0.9, 0.1]", 3) is None
+    assert parse_scores("no list", 1) is None
+    assert parse_scores('["high", 0.3]', 2) == [0.0, 0.3]
