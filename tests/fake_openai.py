@@ -17,6 +17,7 @@ from typing import Any
 
 from aiohttp import web
 
+from crag.eval.judges import JUDGE
 from crag.llm import prompts
 from crag.messages import REFUSAL
 
@@ -133,6 +134,8 @@ class FakeOpenAI:
                 return REFUSAL[lang]
             first = user.split("<<<", 1)[-1].split(">>>", 1)[0].strip().split("\n")[0]
             return f"{first[:200]} [1]"
+        if task == "judge":
+            return '{"groundedness": 5, "relevance": 4, "similarity": 3}'
         if task == "followups":
             return '["What else should I know?", "Who do I contact?"]'
         return "ok"
@@ -173,4 +176,6 @@ def _task(system: str) -> str:
             return name
     if system.startswith(prompts.ANSWER[:60]):
         return "answer"
+    if system == JUDGE:
+        return "judge"
     return "unknown"

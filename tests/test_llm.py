@@ -200,3 +200,20 @@ def test_parse_batch_scores() -> None:
     assert parse_scores("[0.9, 0.1]", 3) is None
     assert parse_scores("no list", 1) is None
     assert parse_scores('["high", 0.3]', 2) == [0.0, 0.3]
+
+
+async def test_eval_adds_judge_metrics_with_an_llm(fake: FakeOpenAI, tmp_path: Path) -> None:
+    from crag.eval.dataset import load_dataset
+    from crag.eval.runner import evaluate
+    from tests.conftest import SHARED_EVAL
+
+    smoke = SHARED_EVAL / "smoke"
+    if not smoke.is_dir():
+        pytest.skip(f"shared evaluation data not found at {smoke}")
+    settings = CragSettings(**_openai_env(fake, OPENAI_EMBEDDING_MODEL="emb-x"))
+    metrics, _ = await evaluate(load_dataset(smoke), tmp_path / "out", settings, limit=3)
+    assert metrics["judge.groundedness"] == 5.0
+    assert metrics["judge.relevance"] == 4.0 and metrics["judge.similarity"] == 3.0
+    assert -1.0 <= metrics["judge.cosine"] <= 1.0
+    assert len(fake.chats("judge")) == 3
+    assert [r for r in fake.requests if r["kind"] == "embeddings"]

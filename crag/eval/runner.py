@@ -16,8 +16,10 @@ from pydantic import SecretStr
 
 from crag.eval.dataset import Dataset, Question
 from crag.eval.fake_serpapi import FakeSerpApi
+from crag.eval.judges import available_judges
 from crag.eval.metrics import Record, compute_metrics
 from crag.factory import build_engine, open_local_index
+from crag.llm.client import LlmClient
 from crag.models import CragResult
 from crag.settings import CragSettings
 
@@ -45,6 +47,9 @@ async def evaluate(
         )
         index, _ = open_local_index(settings)
         engine = build_engine(settings, index)
+        judge_llm = LlmClient.from_settings(settings)
+        judges = available_judges(judge_llm)
+        judged: dict[str, list[float]] = {}
         (out_dir / "providers.json").write_text(json.dumps(engine.providers), "utf-8")
         questions = dataset.questions[:limit] if limit else dataset.questions
         records: list[Record] = []
@@ -56,12 +61,22 @@ async def evaluate(
                 latency = (time.perf_counter() - started) * 1000
                 record = _record(q, result, latency)
                 records.append(record)
-                f.write(json.dumps(_row(q, result, latency), ensure_ascii=False) + "\n")
+                row = _row(q, result, latency)
+                for judge in judges:
+                    scores = await judge.judge(result, q.answers)
+                    row.update(scores)
+                    for key, value in scores.items():
+                        judged.setdefault(key, []).append(value)
+                f.write(json.dumps(row, ensure_ascii=False) + "\n")
                 if on_progress:
                     on_progress(i + 1, len(questions))
+        await engine.close()
+        if judge_llm is not None:
+            await judge_llm.close()
     finally:
         await serp.stop()
     metrics = compute_metrics(records)
+    metrics.update({key: sum(v) / len(v) for key, v in sorted(judged.items())})
     (out_dir / "metrics.json").write_text(json.dumps(metrics, indent=2), "utf-8")
     return metrics, records
 
