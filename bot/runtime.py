@@ -10,7 +10,6 @@ from config import BotSettings
 from crag.engine import CragEngine
 from crag.factory import build_engine, open_local_index
 from crag.feedback.store import FeedbackStore
-from crag.search.local_index import BuildReport
 
 log = logging.getLogger(__name__)
 
@@ -56,7 +55,13 @@ class BotRuntime:
             self.error = f"index unavailable: {exc.__class__.__name__}"
             log.exception("could not open the local index from %s", settings.docs_dir)
             return
-        self.index = _info(index.documents, index.size, report)
+        self.index = IndexInfo(
+            documents=index.documents,
+            chunks=index.size,
+            built=report is not None,
+            skipped=list(index.skipped),
+            seconds=round(report.seconds, 2) if report else 0.0,
+        )
         self.engine = build_engine(settings, index)
         log.info(
             "index ready: %d documents, %d chunks (%s)",
@@ -79,9 +84,3 @@ class BotRuntime:
         if self.engine is not None:
             await self.engine.close()
         await self.feedback.close()
-
-
-def _info(documents: int, chunks: int, report: BuildReport | None) -> IndexInfo:
-    if report is None:
-        return IndexInfo(documents=documents, chunks=chunks)
-    return IndexInfo(documents, chunks, True, list(report.skipped), round(report.seconds, 2))

@@ -123,3 +123,29 @@ def test_corrupt_index_is_rebuilt(tmp_path: Path) -> None:
     (index_dir / "chunks.jsonl").write_text("{not json", "utf-8")
     index, report = LocalIndex.open(docs, index_dir)
     assert report is not None and index.size == 1
+
+
+def test_rebuild_reuses_unchanged_files(tmp_path: Path) -> None:
+    docs, index_dir = tmp_path / "docs", tmp_path / "index"
+    docs.mkdir()
+    for i in range(5):
+        (docs / f"doc{i}.md").write_text(f"# Doc {i}\n\n## Part\n\nFact number {i} is kept here.", "utf-8")
+    _, first = LocalIndex.build(docs, index_dir)
+    assert first.reused == 0 and first.documents == 5
+    (docs / "doc2.md").write_text("# Doc 2\n\n## Part\n\nThe replaced fact lives in Nagoya.", "utf-8")
+    (docs / "doc4.md").unlink()
+    index, second = LocalIndex.open(docs, index_dir)
+    assert second is not None
+    assert second.reused == 3  # doc0, doc1, doc3 taken as they were
+    assert second.bytes == len((docs / "doc2.md").read_text("utf-8").encode())  # only doc2 was read
+    assert second.documents == 4 and {c.file for c in index.chunks} == {
+        "doc0.md",
+        "doc1.md",
+        "doc2.md",
+        "doc3.md",
+    }
+    assert index.search_terms(index.terms("Nagoya"), 3)[0].chunk.file == "doc2.md"
+    assert index.search_terms(index.terms("number 3"), 3)[0].chunk.file == "doc3.md"
+    # Changing an index-shaping setting rebuilds everything.
+    _, third = LocalIndex.build(docs, index_dir, max_chars=300)
+    assert third.reused == 0

@@ -31,7 +31,7 @@ log = logging.getLogger(__name__)
 logging.getLogger("bm25s").setLevel(logging.WARNING)
 
 # Bump when tokenization or chunking changes so that old indexes are rebuilt, not misread.
-INDEX_FORMAT = 7
+INDEX_FORMAT = 8
 
 
 @dataclass(frozen=True)
@@ -40,7 +40,8 @@ class BuildReport:
     chunks: int
     skipped: list[str]  # human-readable reasons, one per broken file
     seconds: float
-    bytes: int
+    bytes: int  # text read and indexed in this build (reused files excluded)
+    reused: int = 0  # files taken unchanged from the previous build
 
 
 @dataclass(frozen=True)
@@ -78,6 +79,7 @@ class LocalIndex:
     ) -> None:
         self.chunks = chunks
         self.documents = documents
+        self.skipped: list[str] = []  # why files were left out, for health and logs
         self._bm25 = bm25
         self._df = doc_freq
         self._n = max(1, len(chunks))
@@ -127,17 +129,31 @@ class LocalIndex:
         base_url: str = "",
         progress: Callable[[str, int, int], None] | None = None,
     ) -> tuple[LocalIndex, BuildReport]:
+        """Build the index; files whose content hash is unchanged since the last build are reused
+        as they were (chunks and terms), so re-ingesting a large folder only reads what changed."""
         started = time.perf_counter()
         if not docs_dir.is_dir():
             raise FileNotFoundError(f"documents folder not found: {docs_dir}")
         extractor = term_extractor()
-        files = discover(docs_dir)
+        fingerprint = _fingerprint(docs_dir, max_chars, base_url)
+        hashes: dict[str, str] = fingerprint["files"]  # type: ignore[assignment]
+        previous = _previous_build(index_dir, fingerprint)
         chunks: list[Chunk] = []
+        tokens: list[list[str]] = []
         skipped: list[str] = []
-        total_bytes = 0
+        total_bytes = reused = 0
+        files = discover(docs_dir)
         for i, path in enumerate(files):
+            rel = path.relative_to(docs_dir).as_posix()
             if progress:
                 progress(path.name, i, len(files))
+            old = previous.get(rel)
+            if old is not None and old[0] == hashes.get(rel):
+                reused += 1
+                for chunk, terms in old[1]:
+                    chunks.append(chunk)
+                    tokens.append(terms)
+                continue
             try:
                 doc = load(path, docs_dir)
             except DocumentError as exc:
@@ -145,28 +161,32 @@ class LocalIndex:
                 skipped.append(str(exc))
                 continue
             total_bytes += len(doc.text.encode())
-            chunks.extend(chunk_document(doc, max_chars, document_url(base_url, doc.file)))
+            for chunk in chunk_document(doc, max_chars, document_url(base_url, doc.file)):
+                chunks.append(chunk)
+                tokens.append(extractor.terms(_indexed_text(chunk)))
         if progress:
             progress("", len(files), len(files))
-        tokens = [extractor.terms(_indexed_text(c)) for c in chunks]
         df: Counter[str] = Counter()
         for toks in tokens:
             df.update(set(toks))
         bm25 = bm25s.BM25()
         if chunks:
             bm25.index(tokens, show_progress=False)
-        index = cls(chunks, bm25, dict(df), len(files) - len(skipped), extractor)
-        index._save(index_dir, _fingerprint(docs_dir, max_chars, base_url))
+        documents = len(files) - len(skipped)
+        index = cls(chunks, bm25, dict(df), documents, extractor)
+        index.skipped = skipped
+        index._save(index_dir, fingerprint, tokens)
         report = BuildReport(
-            documents=index.documents,
+            documents=documents,
             chunks=len(chunks),
             skipped=skipped,
             seconds=time.perf_counter() - started,
             bytes=total_bytes,
+            reused=reused,
         )
         return index, report
 
-    def _save(self, index_dir: Path, fingerprint: dict[str, object]) -> None:
+    def _save(self, index_dir: Path, fingerprint: dict[str, object], tokens: list[list[str]]) -> None:
         # Write to a sibling folder, then swap: a crash mid-build never leaves a half index behind.
         tmp = index_dir.with_name(index_dir.name + ".building")
         shutil.rmtree(tmp, ignore_errors=True)
@@ -174,10 +194,18 @@ class LocalIndex:
         with (tmp / "chunks.jsonl").open("w", encoding="utf-8") as f:
             for c in self.chunks:
                 f.write(c.model_dump_json() + "\n")
+        with (tmp / "tokens.jsonl").open("w", encoding="utf-8") as f:
+            for terms in tokens:
+                f.write(json.dumps(terms, ensure_ascii=False) + "\n")
         (tmp / "doc_freq.json").write_text(json.dumps(self._df, ensure_ascii=False), "utf-8")
         if self.chunks:
             self._bm25.save(str(tmp / "bm25"), show_progress=False)
-        meta = {"fingerprint": fingerprint, "documents": self.documents, "chunks": len(self.chunks)}
+        meta = {
+            "fingerprint": fingerprint,
+            "documents": self.documents,
+            "chunks": len(self.chunks),
+            "skipped": self.skipped,
+        }
         (tmp / "manifest.json").write_text(json.dumps(meta, ensure_ascii=False, indent=1), "utf-8")
         old = index_dir.with_name(index_dir.name + ".old")
         shutil.rmtree(old, ignore_errors=True)
@@ -197,7 +225,9 @@ class LocalIndex:
             if chunks
             else bm25s.BM25()
         )
-        return cls(chunks, bm25, df, int(meta["documents"]), term_extractor())
+        index = cls(chunks, bm25, df, int(meta["documents"]), term_extractor())
+        index.skipped = list(meta.get("skipped", []))
+        return index
 
     @staticmethod
     def is_current(docs_dir: Path, index_dir: Path, max_chars: int, base_url: str) -> bool:
@@ -223,6 +253,31 @@ class LocalIndex:
             except (OSError, ValueError, KeyError) as exc:
                 log.warning("local index unreadable (%s); rebuilding", exc.__class__.__name__)
         return cls.build(docs_dir, index_dir, max_chars, base_url, progress)
+
+
+def _previous_build(
+    index_dir: Path, fingerprint: dict[str, object]
+) -> dict[str, tuple[str, list[tuple[Chunk, list[str]]]]]:
+    """file -> (content hash, [(chunk, terms)]) of the last build, when its settings match."""
+    try:
+        meta = json.loads((index_dir / "manifest.json").read_text("utf-8"))
+        old = meta["fingerprint"]
+        if any(old.get(k) != fingerprint[k] for k in ("format", "max_chars", "base_url")):
+            return {}
+        with (index_dir / "chunks.jsonl").open(encoding="utf-8") as f:
+            chunks = [Chunk.model_validate_json(line) for line in f if line.strip()]
+        with (index_dir / "tokens.jsonl").open(encoding="utf-8") as f:
+            tokens = [json.loads(line) for line in f if line.strip()]
+    except (OSError, ValueError, KeyError, TypeError):
+        return {}
+    if len(chunks) != len(tokens):
+        return {}
+    out: dict[str, tuple[str, list[tuple[Chunk, list[str]]]]] = {}
+    for chunk, terms in zip(chunks, tokens, strict=True):
+        file_hash = old["files"].get(chunk.file)
+        if file_hash is not None:
+            out.setdefault(chunk.file, (file_hash, []))[1].append((chunk, terms))
+    return out
 
 
 def _indexed_text(chunk: Chunk) -> str:
