@@ -114,8 +114,9 @@ async def health(request: web.Request) -> web.Response:
         status = 200
         payload = {
             "status": "ok",
-            "documents": runtime.index.documents,
-            "chunks": runtime.index.chunks,
+            "index": "azure-search" if runtime.index.remote else "local",
+            "documents": None if runtime.index.remote else runtime.index.documents,
+            "chunks": None if runtime.index.remote else runtime.index.chunks,
             "skipped_documents": len(runtime.index.skipped),
             "providers": runtime.engine.providers,
             "thresholds": {"upper": runtime.engine.config.upper, "lower": runtime.engine.config.lower},
@@ -141,7 +142,7 @@ def main() -> None:
     except Exception as exc:  # pydantic's message names the bad setting
         print(f"invalid settings: {exc}", file=sys.stderr)
         raise SystemExit(2) from None
-    if not settings.docs_dir.is_dir():
+    if not settings.docs_dir.is_dir() and not settings.azure_search_endpoint:
         print(f"documents folder not found: {settings.docs_dir} (set CRAG_DOCS_DIR)", file=sys.stderr)
         raise SystemExit(2)
     auth = "on" if settings.app_id else "off (Emulator / local)"

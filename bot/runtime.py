@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 
 from config import BotSettings
 from crag.engine import CragEngine
-from crag.factory import build_engine, open_local_index
+from crag.factory import build_engine, open_local_index, uses_azure_search
 from crag.feedback.store import FeedbackStore
 
 log = logging.getLogger(__name__)
@@ -21,6 +21,7 @@ class IndexInfo:
     built: bool = False  # built on this start (False: loaded from disk)
     skipped: list[str] = field(default_factory=list)
     seconds: float = 0.0
+    remote: bool = False  # documents in Azure AI Search: counts are not known here
 
 
 class BotRuntime:
@@ -42,6 +43,18 @@ class BotRuntime:
     async def load_index(self) -> None:
         """Open (or build) the local index off the event loop, then create the engine."""
         settings = self.settings
+        if uses_azure_search(settings):
+            # Documents live in Azure AI Search (filled by `python -m crag.ingest --target azure`).
+            try:
+                self.engine = build_engine(settings, None)
+            except ValueError as exc:
+                self.error = str(exc)
+                log.error("cannot start the engine: %s", exc)
+                return
+            self.index = IndexInfo(remote=True)
+            log.info("engine ready on Azure AI Search index %s", settings.azure_search_index)
+            self._ready.set()
+            return
 
         def progress(name: str, done: int, total: int) -> None:
             if total and (done == total or done % max(1, total // 10) == 0):
@@ -62,7 +75,12 @@ class BotRuntime:
             skipped=list(index.skipped),
             seconds=round(report.seconds, 2) if report else 0.0,
         )
-        self.engine = build_engine(settings, index)
+        try:
+            self.engine = build_engine(settings, index)
+        except ValueError as exc:
+            self.error = str(exc)
+            log.error("cannot start the engine: %s", exc)
+            return
         log.info(
             "index ready: %d documents, %d chunks (%s)",
             self.index.documents,

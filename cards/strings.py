@@ -28,6 +28,10 @@ _TEXTS: dict[str, dict[Lang, str]] = {
         "ja": "言語モデルに接続できなかったため、この回答はローカルの検索・抽出機能で作成しました。",
         "en": "The language model was unavailable, so this answer was prepared by the local components.",
     },
+    "notice.search_failed": {
+        "ja": "社内文書の検索に失敗したため、社内文書を使わずに回答しています。",
+        "en": "The document search failed, so this answer does not use internal documents.",
+    },
     "followups": {"ja": "関連する質問", "en": "Related questions"},
     "no_documents": {
         "ja": "関連する社内文書は見つかりませんでした。",

@@ -89,7 +89,7 @@ class CragEngine:
         with clock("rewrite"):
             query = await self.rewriter.rewrite(question, history)
         with clock("retrieve"):
-            candidates = await self.retriever.search(query, self.config.top_k)
+            candidates = await self._retrieve(query, turn)
         with clock("grade"):
             graded = await self._grade(question, candidates)
         branch, kept = decide(graded, self.config.upper, self.config.lower)
@@ -126,6 +126,16 @@ class CragEngine:
             llm_tokens=turn.tokens,
             providers=self.providers,
         )
+
+    async def _retrieve(self, query: str, turn: trace.TurnTrace) -> list[GradedChunk]:
+        try:
+            return await self.retriever.search(query, self.config.top_k)
+        except Exception as exc:
+            # An unreachable index leaves nothing to grade: the turn goes to the web and says why.
+            # Only the class name: a client exception can carry a URL with credentials in it.
+            log.warning("document search failed (%s); continuing without documents", type(exc).__name__)
+            turn.notice("search_failed")
+            return []
 
     async def _grade(self, question: str, candidates: list[GradedChunk]) -> list[GradedChunk]:
         if not candidates:

@@ -3,19 +3,22 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 
 from crag.engine import CragEngine, EngineConfig
 from crag.generate.extractive import ExtractiveComposer
 from crag.grade.local import LocalGrader
 from crag.llm.client import LlmClient
+from crag.llm.embed import LlmEmbedder
 from crag.llm.generate import LlmGenerator
 from crag.llm.grade import LlmGrader
 from crag.llm.refine import LlmRefiner
 from crag.llm.rewrite import LlmRewriter
-from crag.protocols import AnswerGenerator, Grader, KnowledgeRefiner, QueryRewriter, WebSearch
+from crag.protocols import AnswerGenerator, Grader, KnowledgeRefiner, QueryRewriter, Retriever, WebSearch
 from crag.refine.passthrough import PassThroughRefiner
 from crag.rewrite.local import LocalKeywordRewriter
+from crag.search.azure import AzureSearchRetriever
+from crag.search.azure_config import DEFAULT_INDEX_NAME, AzureSearchConfig
 from crag.search.local import LocalRetriever
 from crag.search.local_index import BuildReport, LocalIndex
 from crag.settings import CragSettings
@@ -47,7 +50,6 @@ def build_engine(settings: CragSettings, index: LocalIndex | None) -> CragEngine
 
     `index` is the local index (None when documents live in a remote index: the local fallbacks
     then weigh terms by word kind and general-language rarity only)."""
-    _warn_unbuilt(settings)
     config = EngineConfig(
         upper=settings.upper_threshold,
         lower=settings.lower_threshold,
@@ -59,7 +61,7 @@ def build_engine(settings: CragSettings, index: LocalIndex | None) -> CragEngine
     grader: Grader = LocalGrader(stats)
     generator: AnswerGenerator = ExtractiveComposer(stats, settings.answer_max_chars)
     refiner: KnowledgeRefiner = PassThroughRefiner()
-    closers = []
+    closers: list[Callable[[], Awaitable[None]]] = []
     llm = LlmClient.from_settings(settings)
     if llm is not None:
         rewriter = LlmRewriter(llm, rewriter)
@@ -70,11 +72,25 @@ def build_engine(settings: CragSettings, index: LocalIndex | None) -> CragEngine
         if settings.refine:
             refiner = LlmRefiner(llm, settings.refine_min_chars)
         closers.append(llm.close)
-    if index is None:
+    retriever: Retriever
+    azure = azure_search_config(settings)
+    if azure is not None:
+        embedder = LlmEmbedder(llm) if llm is not None and llm.embedding_model else None
+        if azure.mode != "keyword" and embedder is None:
+            raise ValueError(
+                f"AZURE_SEARCH_MODE={azure.mode} needs an embedding model "
+                "(AZURE_OPENAI_EMBEDDING_DEPLOYMENT or OPENAI_EMBEDDING_MODEL)"
+            )
+        azure_retriever = AzureSearchRetriever(azure, embedder)
+        retriever = azure_retriever
+        closers.append(azure_retriever.close)
+    elif index is not None:
+        retriever = LocalRetriever(index)
+    else:
         raise ValueError("no document index: configure Azure AI Search or a local documents folder")
     return CragEngine(
         rewriter=rewriter,
-        retriever=LocalRetriever(index),
+        retriever=retriever,
         grader=grader,
         web=_web_search(settings),
         generator=generator,
@@ -84,16 +100,41 @@ def build_engine(settings: CragSettings, index: LocalIndex | None) -> CragEngine
     )
 
 
+def uses_azure_search(settings: CragSettings) -> bool:
+    return settings.search_provider == "azure" or (
+        settings.search_provider == "auto" and bool(settings.azure_search_endpoint)
+    )
+
+
+def azure_search_config(settings: CragSettings) -> AzureSearchConfig | None:
+    """The Azure AI Search settings, or None when documents are indexed locally."""
+    if not uses_azure_search(settings):
+        return None
+    if not settings.azure_search_endpoint or not settings.azure_search_api_key.get_secret_value():
+        raise ValueError("Azure AI Search needs AZURE_SEARCH_ENDPOINT and AZURE_SEARCH_API_KEY")
+    return AzureSearchConfig(
+        endpoint=settings.azure_search_endpoint,
+        index_name=settings.azure_search_index or DEFAULT_INDEX_NAME,
+        api_key=settings.azure_search_api_key,
+        mode=settings.azure_search_mode,
+        semantic=settings.azure_search_semantic,
+        semantic_configuration=settings.azure_search_semantic_config,
+        filter=settings.azure_search_filter or None,
+        analyzer=settings.azure_search_analyzer,
+        id_field=settings.azure_search_field_id,
+        content_field=settings.azure_search_field_content,
+        title_field=settings.azure_search_field_title,
+        file_field=settings.azure_search_field_file,
+        url_field=settings.azure_search_field_url,
+        headers_field=settings.azure_search_field_headers,
+        vector_field=settings.azure_search_field_vector,
+        vector_dimensions=settings.azure_search_vector_dimensions,
+        timeout_s=settings.azure_search_timeout,
+    )
+
+
 def _web_search(settings: CragSettings) -> WebSearch:
     key = settings.serpapi_api_key
     if settings.web_provider == "off" or not key.get_secret_value():
         return WebSearchOff()
     return SerpApiSearch(key, settings.serpapi_base_url, settings.serpapi_timeout)
-
-
-def _warn_unbuilt(settings: CragSettings) -> None:
-    # The real-service providers arrive in later work; say so rather than silently ignore keys.
-    configured = {"Azure AI Search": settings.azure_search_endpoint}
-    for service, value in configured.items():
-        if value:
-            log.warning("%s settings found, but this build only has local providers; using local", service)

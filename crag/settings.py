@@ -58,6 +58,25 @@ class CragSettings(BaseSettings):
     azure_search_endpoint: str = Field(default="", alias="AZURE_SEARCH_ENDPOINT")
     azure_search_index: str = Field(default="", alias="AZURE_SEARCH_INDEX")
     azure_search_api_key: SecretStr = Field(default=SecretStr(""), alias="AZURE_SEARCH_API_KEY")
+    azure_search_mode: Literal["keyword", "vector", "hybrid"] = Field(
+        default="keyword", alias="AZURE_SEARCH_MODE"
+    )
+    azure_search_semantic: bool = Field(default=False, alias="AZURE_SEARCH_SEMANTIC")
+    azure_search_semantic_config: str = Field(default="crag-semantic", alias="AZURE_SEARCH_SEMANTIC_CONFIG")
+    azure_search_filter: str = Field(default="", alias="AZURE_SEARCH_FILTER")
+    azure_search_analyzer: str = Field(default="ja.microsoft", alias="AZURE_SEARCH_ANALYZER")
+    azure_search_vector_dimensions: int = Field(
+        default=1536, ge=0, le=4096, alias="AZURE_SEARCH_VECTOR_DIMENSIONS"
+    )
+    azure_search_timeout: float = Field(default=10.0, gt=0, le=300, alias="AZURE_SEARCH_TIMEOUT")
+    # Field names of an existing index (defaults: the index `python -m crag.ingest --target azure` creates).
+    azure_search_field_id: str = Field(default="id", alias="AZURE_SEARCH_FIELD_ID")
+    azure_search_field_content: str = Field(default="content", alias="AZURE_SEARCH_FIELD_CONTENT")
+    azure_search_field_title: str = Field(default="title", alias="AZURE_SEARCH_FIELD_TITLE")
+    azure_search_field_file: str = Field(default="file", alias="AZURE_SEARCH_FIELD_FILE")
+    azure_search_field_url: str = Field(default="url", alias="AZURE_SEARCH_FIELD_URL")
+    azure_search_field_headers: str = Field(default="headers", alias="AZURE_SEARCH_FIELD_HEADERS")
+    azure_search_field_vector: str = Field(default="content_vector", alias="AZURE_SEARCH_FIELD_VECTOR")
     serpapi_api_key: SecretStr = Field(default=SecretStr(""), alias="SERPAPI_API_KEY")
     serpapi_base_url: str = Field(default="", alias="SERPAPI_BASE_URL")
     serpapi_timeout: float = Field(default=5.0, gt=0, le=60, alias="SERPAPI_TIMEOUT")

@@ -38,7 +38,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.target == "azure":
         from crag.ingest.azure_target import ingest_azure
 
-        return asyncio.run(ingest_azure(args.docs, settings))
+        return int(asyncio.run(ingest_azure(args.docs, settings)))
     index_dir = args.index_dir or settings.index_dir
     with tqdm(unit="file", file=sys.stderr, desc="reading") as bar:
 

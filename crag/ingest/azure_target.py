@@ -1,0 +1,94 @@
+"""The Azure AI Search side of `python -m crag.ingest DIR --target azure`.
+
+Creates or updates the index (fields, vector profile, semantic configuration), then makes it hold
+exactly the folder's chunks: unchanged files (same fingerprint) are skipped, changed ones embedded
+(in vector / hybrid mode) and uploaded in batches, removed ones deleted.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import sys
+from pathlib import Path
+
+from tqdm import tqdm
+
+from crag.factory import azure_search_config
+from crag.ingest.chunker import chunk_document
+from crag.ingest.loaders import DocumentError, discover, load
+from crag.llm.client import LlmClient
+from crag.llm.embed import LlmEmbedder
+from crag.models import Chunk
+from crag.search.azure import SearchUnavailable
+from crag.search.azure_index import AzureSearchIndex, ensure_index, file_fingerprint, sync_chunks
+from crag.search.local_index import document_url
+from crag.settings import CragSettings
+
+
+async def ingest_azure(docs_dir: Path, settings: CragSettings) -> int:
+    try:
+        config = azure_search_config(settings.model_copy(update={"search_provider": "azure"}))
+    except ValueError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    assert config is not None
+    llm = LlmClient.from_settings(settings)
+    embedder = LlmEmbedder(llm) if llm is not None and llm.embedding_model else None
+    if config.mode != "keyword" and embedder is None:
+        print(f"error: AZURE_SEARCH_MODE={config.mode} needs an embedding model", file=sys.stderr)
+        return 2
+    chunks, hashes, skipped = read_folder(docs_dir, settings, embedder.name if embedder else "")
+    try:
+        await ensure_index(config)
+        with tqdm(unit="chunk", file=sys.stderr, desc="uploading") as bar:
+
+            def progress(stage: str, done: int, total: int) -> None:
+                bar.set_description(stage)
+                bar.total = total
+                bar.update(done - bar.n)
+
+            async with AzureSearchIndex(config) as index:
+                report = await sync_chunks(index, chunks, hashes, embedder, progress=progress)
+    except SearchUnavailable as exc:
+        print(f"error: Azure AI Search: {exc}", file=sys.stderr)
+        return 1
+    finally:
+        if llm is not None:
+            await llm.close()
+    print(
+        f"index {config.index_name}: {len(report.uploaded_files)} file(s) uploaded "
+        f"({report.uploaded_chunks} chunks), {len(report.unchanged_files)} unchanged, "
+        f"{len(report.removed_files)} removed ({report.deleted_chunks} chunks deleted)"
+    )
+    if skipped:
+        print(f"skipped {len(skipped)} file(s):")
+        for reason in skipped:
+            print(f"  - {reason}")
+    return 0
+
+
+def read_folder(
+    docs_dir: Path, settings: CragSettings, embedding_model: str
+) -> tuple[list[Chunk], dict[str, str], list[str]]:
+    """Chunks of every readable file, their fingerprints, and why the others were skipped."""
+    chunks: list[Chunk] = []
+    hashes: dict[str, str] = {}
+    skipped: list[str] = []
+    for path in tqdm(discover(docs_dir), unit="file", file=sys.stderr, desc="reading"):
+        rel = path.relative_to(docs_dir).as_posix()
+        try:
+            doc = load(path, docs_dir)
+        except DocumentError as exc:
+            skipped.append(str(exc))
+            continue
+        file_chunks = chunk_document(doc, settings.chunk_max_chars, document_url(settings.docs_base_url, rel))
+        if not file_chunks:
+            continue
+        chunks.extend(file_chunks)
+        hashes[rel] = file_fingerprint(
+            hashlib.sha256(path.read_bytes()).hexdigest(),
+            max_chars=settings.chunk_max_chars,
+            base_url=settings.docs_base_url,
+            embedder=embedding_model,
+        )
+    return chunks, hashes, skipped

@@ -1,0 +1,157 @@
+"""Every branch through the real client libraries, against fake OpenAI, Azure AI Search and SerpAPI
+servers on 127.0.0.1, and every failure mode degrading with a notice on the card."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from cards.answer_card import answer_card
+from crag.engine import CragEngine
+from crag.eval.fake_serpapi import FakeSerpApi
+from crag.factory import build_engine
+from crag.ingest.azure_target import ingest_azure
+from crag.models import Branch, WebStatus
+from crag.settings import CragSettings
+from tests.conftest import SAMPLE_DOCS
+from tests.fake_azure_search import FakeAzureSearch
+from tests.fake_openai import FakeOpenAI
+from tests.fakes import card_text
+
+SERP_FIXTURES = {
+    "q1": {
+        "question": "world cup",
+        "serpapi": {
+            "organic_results": [
+                {
+                    "title": "Web page",
+                    "link": "https://web.example/page",
+                    "snippet": "The answer from the web.",
+                }
+            ]
+        },
+    }
+}
+
+
+class Services:
+    def __init__(self) -> None:
+        self.llm = FakeOpenAI()
+        self.search = FakeAzureSearch()
+        self.serp = FakeSerpApi(SERP_FIXTURES)
+
+    def settings(self, **extra: Any) -> CragSettings:
+        env: dict[str, Any] = {
+            "AZURE_OPENAI_ENDPOINT": self.llm.url,
+            "AZURE_OPENAI_API_KEY": "aoai-key",
+            "AZURE_OPENAI_DEPLOYMENT": "chat",
+            "AZURE_OPENAI_EMBEDDING_DEPLOYMENT": "embed",
+            "AZURE_SEARCH_ENDPOINT": self.search.url,
+            "AZURE_SEARCH_API_KEY": self.search.api_key,
+            "AZURE_SEARCH_INDEX": "crag-test",
+            "AZURE_SEARCH_MODE": "hybrid",
+            "AZURE_SEARCH_SEMANTIC": True,
+            "AZURE_SEARCH_VECTOR_DIMENSIONS": 8,
+            "SERPAPI_API_KEY": "serp-key",
+            "SERPAPI_BASE_URL": self.serp.url,
+            "CRAG_LLM_MAX_RETRIES": 0,
+            "AZURE_SEARCH_TIMEOUT": 2,
+        }
+        env.update(extra)
+        return CragSettings(**env)
+
+
+@pytest.fixture
+async def services(tmp_path: Path) -> AsyncIterator[Services]:
+    s = Services()
+    await s.llm.start()
+    await s.search.start()
+    await s.serp.start()
+    assert await ingest_azure(SAMPLE_DOCS, s.settings()) == 0
+    yield s
+    await s.llm.stop()
+    await s.search.stop()
+    await s.serp.stop()
+
+
+async def _run(engine: CragEngine, question: str) -> Any:
+    try:
+        return await engine.run(question)
+    finally:
+        await engine.close()
+
+
+async def test_ingest_filled_the_azure_index(services: Services) -> None:
+    index = services.search.indexes["crag-test"]
+    assert any(f["name"] == "content_vector" for f in index["fields"]) and index.get("semantic")
+    uploads = services.search.index_bodies()
+    assert uploads
+    docs = [a for body in uploads for a in body["value"]]
+    assert {d["file"] for d in docs} == {p.name for p in SAMPLE_DOCS.iterdir() if p.suffix in (".md", ".txt")}
+    assert all(len(d["content_vector"]) == 8 for d in docs)  # embedded by the fake Azure OpenAI
+    embeds = [r for r in services.llm.requests if r["kind"] == "embeddings"]
+    assert embeds and embeds[0]["path"] == "/openai/deployments/embed/embeddings"
+    # A second run uploads nothing: every file is unchanged.
+    before = len(services.search.calls("/docs/search.index"))
+    assert await ingest_azure(SAMPLE_DOCS, services.settings()) == 0
+    assert len(services.search.calls("/docs/search.index")) == before
+
+
+async def test_correct_branch(services: Services) -> None:
+    services.llm.grade_override = lambda q, p: 0.95 if "4,000" in p else 0.1
+    result = await _run(build_engine(services.settings(), None), "What is the monthly remote work allowance?")
+    assert result.branch is Branch.CORRECT
+    assert result.web.status is WebStatus.NOT_NEEDED and services.serp.queries == []
+    body = services.search.search_bodies()[-1]
+    assert body["queryType"] == "semantic" and body["vectorQueries"][0]["kind"] == "vector"
+    assert result.providers["search"] == "azure-search-hybrid+semantic"
+    assert result.cited_files == ["remote_work_policy.md"]
+    assert services.llm.chats("grade") and services.llm.chats("answer")
+
+
+async def test_ambiguous_branch(services: Services) -> None:
+    services.llm.grade_override = lambda q, p: 0.5 if "4,000" in p else 0.1
+    result = await _run(build_engine(services.settings(), None), "What is the monthly remote work allowance?")
+    assert result.branch is Branch.AMBIGUOUS
+    assert result.web.status is WebStatus.OK and services.serp.queries
+    kinds = {c.kind for c in result.citations} | {"web" for w in result.web.results}
+    assert "web" in kinds and result.kept
+
+
+async def test_incorrect_branch(services: Services) -> None:
+    services.llm.grade_override = lambda q, p: 0.0
+    result = await _run(build_engine(services.settings(), None), "Who won the world cup?")
+    assert result.branch is Branch.INCORRECT and result.kept == []
+    assert services.serp.queries and result.web.results[0].url == "https://web.example/page"
+    assert "From the web" in card_text(answer_card(result, "en"))
+
+
+async def test_search_outage_goes_to_the_web_with_a_notice(services: Services) -> None:
+    services.search.fail(503)
+    result = await _run(build_engine(services.settings(), None), "What is the monthly remote work allowance?")
+    assert result.notices == ["search_failed"]
+    assert result.branch is Branch.INCORRECT and result.web.status is WebStatus.OK
+    text = card_text(answer_card(result, "en"))
+    assert "document search failed" in text and services.search.api_key not in json.dumps(answer_card(result))
+
+
+async def test_web_outage_answers_from_documents_with_a_notice(services: Services) -> None:
+    services.llm.grade_override = lambda q, p: 0.5 if "4,000" in p else 0.1
+    settings = services.settings(SERPAPI_BASE_URL="http://127.0.0.1:9", SERPAPI_TIMEOUT=1)
+    result = await _run(build_engine(settings, None), "What is the monthly remote work allowance?")
+    assert result.branch is Branch.AMBIGUOUS and result.web.status is WebStatus.FAILED
+    assert result.cited_files == ["remote_work_policy.md"]
+    assert "Web search failed" in card_text(answer_card(result, "en"))
+
+
+async def test_llm_outage_uses_local_components_over_azure_search(services: Services) -> None:
+    services.llm.failures = ["500"] * 100
+    settings = services.settings(AZURE_SEARCH_MODE="keyword", AZURE_SEARCH_SEMANTIC=False)
+    result = await _run(build_engine(settings, None), "remote work allowance monthly")
+    assert "llm_fallback" in result.notices
+    assert result.graded and result.answer
+    assert "language model was unavailable" in card_text(answer_card(result, "en"))
