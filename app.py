@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import mimetypes
 import sys
 from pathlib import Path
 
@@ -131,7 +132,11 @@ async def document(request: web.Request) -> web.StreamResponse:
     target = (root / request.match_info["path"]).resolve()
     if not target.is_relative_to(root) or not target.is_file():
         raise web.HTTPNotFound(text="document not found")
-    return web.FileResponse(target, headers={"Content-Type": "text/plain; charset=utf-8"})
+    kind, _ = mimetypes.guess_type(target.name)
+    if kind is None or kind.startswith("text/") or target.suffix.lower() in (".md", ".markdown"):
+        # Markdown and text are shown as text, in UTF-8 (browsers guess wrong for Japanese).
+        kind = "text/plain; charset=utf-8"
+    return web.FileResponse(target, headers={"Content-Type": kind})
 
 
 def main() -> None:

@@ -42,6 +42,7 @@ def open_local_index(
         settings.chunk_max_chars,
         settings.docs_base_url or docs_base_url,
         progress,
+        settings.chunk_max_tokens,
     )
 
 

@@ -30,6 +30,8 @@ class CragSettings(BaseSettings):
     top_k: int = Field(default=10, ge=1, le=50, alias="CRAG_TOP_K")
     grade_concurrency: int = Field(default=5, ge=1, le=64, alias="CRAG_GRADE_CONCURRENCY")
     chunk_max_chars: int = Field(default=1200, ge=200, le=20000, alias="CRAG_CHUNK_MAX_CHARS")
+    # Model tokens (o200k_base) per chunk; 0 turns the token cap off.
+    chunk_max_tokens: int = Field(default=1000, ge=0, le=8000, alias="CRAG_CHUNK_MAX_TOKENS")
     answer_max_chars: int = Field(default=300, ge=80, le=4000, alias="CRAG_ANSWER_MAX_CHARS")
     max_question_chars: int = Field(default=2000, ge=50, le=100000, alias="CRAG_MAX_QUESTION_CHARS")
 

@@ -149,3 +149,16 @@ def test_rebuild_reuses_unchanged_files(tmp_path: Path) -> None:
     # Changing an index-shaping setting rebuilds everything.
     _, third = LocalIndex.build(docs, index_dir, max_chars=300)
     assert third.reused == 0
+
+
+def test_token_cap_splits_dense_japanese_text() -> None:
+    from crag.ingest.tokens import count_tokens
+
+    text = "# 規程\n\n## 本文\n\n" + "経費精算の締め切りは翌月十日です。" * 60  # ~1,000 characters
+    chunks = chunk_document(_doc(text), 1200, "", max_tokens=200)
+    assert len(chunks) > 1
+    assert all(count_tokens(c.text) <= 200 for c in chunks)
+    assert "".join(c.text for c in chunks) == "経費精算の締め切りは翌月十日です。" * 60
+    # English of the same length stays in one chunk: the cap counts tokens, not characters.
+    english = "# Rules\n\n## Body\n\n" + "Claims are due on the tenth. " * 35
+    assert len(chunk_document(_doc(english), 1200, "", max_tokens=400)) == 1

@@ -155,3 +155,65 @@ async def test_llm_outage_uses_local_components_over_azure_search(services: Serv
     assert "llm_fallback" in result.notices
     assert result.graded and result.answer
     assert "language model was unavailable" in card_text(answer_card(result, "en"))
+
+
+def _mixed_folder(root: Path) -> Path:
+    from tests.test_office_formats import make_csv, make_docx, make_html, make_pdf, make_pptx, make_xlsx
+
+    root.mkdir()
+    for maker, name in (
+        (make_docx, "handbook.docx"),
+        (make_pptx, "townhall.pptx"),
+        (make_xlsx, "budget.xlsx"),
+        (make_csv, "contacts.csv"),
+        (make_html, "intranet.html"),
+        (make_pdf, "policy.pdf"),
+    ):
+        maker(root / name)
+    (root / "notes.md").write_text("# Notes\n\n## Parking\n\nBicycle parking is on B1.", "utf-8")
+    (root / "plain.txt").write_text("Plain text\n\nThe cafeteria opens at 11:30.", "utf-8")
+    (root / "broken.docx").write_bytes(b"PK\x03\x04 not really a zip")
+    return root
+
+
+async def test_ingest_cli_fills_local_and_azure_indexes_from_mixed_formats(
+    services: Services, tmp_path: Path
+) -> None:
+    import os
+    import subprocess
+    import sys
+
+    from tests.conftest import ROOT
+
+    folder = _mixed_folder(tmp_path / "mixed")
+    expected = {
+        "handbook.docx",
+        "townhall.pptx",
+        "budget.xlsx",
+        "contacts.csv",
+        "intranet.html",
+        "policy.pdf",
+    }
+    expected |= {"notes.md", "plain.txt"}
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("AZURE_", "OPENAI_", "SERPAPI_"))}
+    local = subprocess.run(
+        [sys.executable, "-m", "crag.ingest", str(folder), "--index-dir", str(tmp_path / "idx")],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert local.returncode == 0, local.stderr
+    assert "indexed 8 documents" in local.stdout and "skipped 1 file(s)" in local.stdout
+    assert "broken.docx" in local.stdout
+    chunks = [
+        json.loads(line)["file"]
+        for line in (tmp_path / "idx" / "chunks.jsonl").read_text("utf-8").splitlines()
+    ]
+    assert set(chunks) == expected
+
+    assert await ingest_azure(folder, services.settings(AZURE_SEARCH_INDEX="crag-mixed")) == 0
+    docs = services.search.documents["crag-mixed"].values()
+    assert {d["file"] for d in docs} == expected

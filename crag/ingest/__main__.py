@@ -48,7 +48,12 @@ def main(argv: list[str] | None = None) -> int:
             bar.update(done - bar.n)
 
         _, report = LocalIndex.build(
-            args.docs, index_dir, settings.chunk_max_chars, settings.docs_base_url, progress
+            args.docs,
+            index_dir,
+            settings.chunk_max_chars,
+            settings.docs_base_url,
+            progress,
+            settings.chunk_max_tokens,
         )
     print_report(report, index_dir)
     return 0

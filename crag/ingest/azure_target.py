@@ -81,13 +81,15 @@ def read_folder(
         except DocumentError as exc:
             skipped.append(str(exc))
             continue
-        file_chunks = chunk_document(doc, settings.chunk_max_chars, document_url(settings.docs_base_url, rel))
+        url = document_url(settings.docs_base_url, rel)
+        file_chunks = chunk_document(doc, settings.chunk_max_chars, url, settings.chunk_max_tokens)
         if not file_chunks:
             continue
         chunks.extend(file_chunks)
         hashes[rel] = file_fingerprint(
             hashlib.sha256(path.read_bytes()).hexdigest(),
             max_chars=settings.chunk_max_chars,
+            max_tokens=settings.chunk_max_tokens,
             base_url=settings.docs_base_url,
             embedder=embedding_model,
         )

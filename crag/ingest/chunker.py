@@ -12,6 +12,7 @@ import re
 from dataclasses import dataclass, field
 
 from crag.ingest.loaders import Document
+from crag.ingest.tokens import count_tokens
 from crag.models import Chunk
 from crag.text.sentences import sentence_ends
 
@@ -25,14 +26,17 @@ class _Section:
     lines: list[str] = field(default_factory=list)
 
 
-def chunk_document(doc: Document, max_chars: int, url: str) -> list[Chunk]:
+def chunk_document(doc: Document, max_chars: int, url: str, max_tokens: int = 0) -> list[Chunk]:
+    """Chunks of at most max_chars characters and, when max_tokens is set, at most that many
+    model tokens (o200k_base): Japanese text holds about one token per character, English far fewer,
+    so a character cap alone cannot bound what an embedding model or a prompt receives."""
     sections = _sections(doc) if doc.markdown else [_Section([doc.title], doc.text.split("\n"))]
     chunks: list[Chunk] = []
     for section in sections:
         body = "\n".join(section.lines).strip()
         if not body:
             continue
-        for piece in _split_to_cap(body, max_chars):
+        for piece in _split_to_caps(body, max_chars, max_tokens):
             ordinal = len(chunks)
             chunk_id = hashlib.sha1(f"{doc.file}\x00{ordinal}".encode()).hexdigest()[:16]
             chunks.append(
@@ -67,6 +71,19 @@ def _sections(doc: Document) -> list[_Section]:
             headers = [doc.title, *headers]
         sections.append(_Section(headers))
     return sections
+
+
+def _split_to_caps(body: str, max_chars: int, max_tokens: int) -> list[str]:
+    pieces = []
+    for piece in _split_to_cap(body, max_chars):
+        tokens = count_tokens(piece) if max_tokens else 0
+        if tokens <= max_tokens:
+            pieces.append(piece)
+            continue
+        # Too many tokens: cut again with a character cap scaled to this text's token density.
+        cap = max(50, int(len(piece) * max_tokens / tokens * 0.9))
+        pieces.extend(_split_to_caps(piece, cap, max_tokens) if cap < len(piece) else [piece])
+    return pieces
 
 
 def _split_to_cap(body: str, max_chars: int) -> list[str]:

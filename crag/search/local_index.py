@@ -54,11 +54,12 @@ def _file_hash(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
-def _fingerprint(docs_dir: Path, max_chars: int, base_url: str) -> dict[str, object]:
+def _fingerprint(docs_dir: Path, max_chars: int, base_url: str, max_tokens: int) -> dict[str, object]:
     files = discover(docs_dir) if docs_dir.is_dir() else []
     return {
         "format": INDEX_FORMAT,
         "max_chars": max_chars,
+        "max_tokens": max_tokens,
         "base_url": base_url,
         "files": {p.relative_to(docs_dir).as_posix(): _file_hash(p) for p in files},
     }
@@ -128,6 +129,7 @@ class LocalIndex:
         max_chars: int = 1200,
         base_url: str = "",
         progress: Callable[[str, int, int], None] | None = None,
+        max_tokens: int = 0,
     ) -> tuple[LocalIndex, BuildReport]:
         """Build the index; files whose content hash is unchanged since the last build are reused
         as they were (chunks and terms), so re-ingesting a large folder only reads what changed."""
@@ -135,7 +137,7 @@ class LocalIndex:
         if not docs_dir.is_dir():
             raise FileNotFoundError(f"documents folder not found: {docs_dir}")
         extractor = term_extractor()
-        fingerprint = _fingerprint(docs_dir, max_chars, base_url)
+        fingerprint = _fingerprint(docs_dir, max_chars, base_url, max_tokens)
         hashes: dict[str, str] = fingerprint["files"]  # type: ignore[assignment]
         previous = _previous_build(index_dir, fingerprint)
         chunks: list[Chunk] = []
@@ -161,7 +163,7 @@ class LocalIndex:
                 skipped.append(str(exc))
                 continue
             total_bytes += len(doc.text.encode())
-            for chunk in chunk_document(doc, max_chars, document_url(base_url, doc.file)):
+            for chunk in chunk_document(doc, max_chars, document_url(base_url, doc.file), max_tokens):
                 chunks.append(chunk)
                 tokens.append(extractor.terms(_indexed_text(chunk)))
         if progress:
@@ -230,12 +232,14 @@ class LocalIndex:
         return index
 
     @staticmethod
-    def is_current(docs_dir: Path, index_dir: Path, max_chars: int, base_url: str) -> bool:
+    def is_current(
+        docs_dir: Path, index_dir: Path, max_chars: int, base_url: str, max_tokens: int = 0
+    ) -> bool:
         try:
             meta = json.loads((index_dir / "manifest.json").read_text("utf-8"))
         except (OSError, ValueError):
             return False
-        return bool(meta.get("fingerprint") == _fingerprint(docs_dir, max_chars, base_url))
+        return bool(meta.get("fingerprint") == _fingerprint(docs_dir, max_chars, base_url, max_tokens))
 
     @classmethod
     def open(
@@ -245,14 +249,15 @@ class LocalIndex:
         max_chars: int = 1200,
         base_url: str = "",
         progress: Callable[[str, int, int], None] | None = None,
+        max_tokens: int = 0,
     ) -> tuple[LocalIndex, BuildReport | None]:
         """Load the index if it matches the documents, otherwise (re)build it."""
-        if cls.is_current(docs_dir, index_dir, max_chars, base_url):
+        if cls.is_current(docs_dir, index_dir, max_chars, base_url, max_tokens):
             try:
                 return cls.load(index_dir), None
             except (OSError, ValueError, KeyError) as exc:
                 log.warning("local index unreadable (%s); rebuilding", exc.__class__.__name__)
-        return cls.build(docs_dir, index_dir, max_chars, base_url, progress)
+        return cls.build(docs_dir, index_dir, max_chars, base_url, progress, max_tokens)
 
 
 def _previous_build(
@@ -262,7 +267,7 @@ def _previous_build(
     try:
         meta = json.loads((index_dir / "manifest.json").read_text("utf-8"))
         old = meta["fingerprint"]
-        if any(old.get(k) != fingerprint[k] for k in ("format", "max_chars", "base_url")):
+        if any(old.get(k) != fingerprint[k] for k in ("format", "max_chars", "max_tokens", "base_url")):
             return {}
         with (index_dir / "chunks.jsonl").open(encoding="utf-8") as f:
             chunks = [Chunk.model_validate_json(line) for line in f if line.strip()]

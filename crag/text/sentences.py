@@ -40,7 +40,7 @@ def split_sentences(text: str) -> list[str]:
             flush()
             if _TABLE_RULE.match(line):
                 continue
-            cells = [c.strip() for c in line.strip("|").split("|")]
+            cells = [c.strip().replace("\\|", "|") for c in re.split(r"(?<!\\)\|", line.strip().strip("|"))]
             if header is None:
                 header = cells
                 continue
