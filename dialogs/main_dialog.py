@@ -81,11 +81,14 @@ class MainDialog(ComponentDialog):
         result = await self.runtime.engine.run(question, history)
         activity = context.activity
         log.info(
-            "answered branch=%s kept=%d cited=%s total_ms=%.1f",
+            "answered branch=%s kept=%d cited=%s total_ms=%.1f llm_calls=%d llm_tokens=%d notices=%s",
             result.branch.value,
             len(result.kept),
             result.cited_files,
             result.timings_ms.get("total", 0.0),
+            result.llm_calls,
+            result.llm_tokens,
+            result.notices,
         )
         try:
             await self.runtime.feedback.record_answer(
