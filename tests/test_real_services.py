@@ -217,3 +217,44 @@ async def test_ingest_cli_fills_local_and_azure_indexes_from_mixed_formats(
     assert await ingest_azure(folder, services.settings(AZURE_SEARCH_INDEX="crag-mixed")) == 0
     docs = services.search.documents["crag-mixed"].values()
     assert {d["file"] for d in docs} == expected
+
+
+async def test_bot_answers_through_real_clients_and_fakes(
+    services: Services, tmp_path: Path, connector: Any
+) -> None:
+    """The real app (`python app.py`) on fake Azure OpenAI, Azure AI Search and SerpAPI."""
+    import aiohttp
+
+    from tests.apprunner import AppProcess
+    from tests.fakes import card_of, find_by_id, make_activity
+
+    settings = services.settings()
+    env = {
+        "AZURE_OPENAI_ENDPOINT": services.llm.url,
+        "AZURE_OPENAI_API_KEY": "aoai-key",
+        "AZURE_OPENAI_DEPLOYMENT": "chat",
+        "AZURE_OPENAI_EMBEDDING_DEPLOYMENT": "embed",
+        "AZURE_SEARCH_ENDPOINT": services.search.url,
+        "AZURE_SEARCH_API_KEY": services.search.api_key,
+        "AZURE_SEARCH_INDEX": settings.azure_search_index,
+        "AZURE_SEARCH_MODE": "hybrid",
+        "AZURE_SEARCH_VECTOR_DIMENSIONS": "8",
+        "SERPAPI_API_KEY": "serp-key",
+        "SERPAPI_BASE_URL": services.serp.url,
+    }
+    app = AppProcess(tmp_path, SAMPLE_DOCS, **env)
+    app.start()
+    try:
+        assert app.health()["index"] == "azure-search"
+        services.llm.grade_override = lambda q, p: 0.0  # nothing relevant: the web branch
+        msg = make_activity(connector.url, text="Who won the world cup?")
+        async with aiohttp.ClientSession() as session, session.post(app.url + "/api/messages", json=msg) as r:
+            assert r.status == 201
+        card = next(card_of(a) for a in connector.activities if card_of(a))
+        assert card is not None
+        assert "From the web" in find_by_id(card, "branch")["text"]  # type: ignore[index]
+        assert "https://web.example/page" in find_by_id(card, "web_urls")["text"]  # type: ignore[index]
+        assert services.search.search_bodies() and services.serp.queries and services.llm.chats("answer")
+        assert "aoai-key" not in app.log() and "serp-key" not in app.log()
+    finally:
+        app.stop()
