@@ -13,12 +13,13 @@ import sys
 from pathlib import Path
 
 from aiohttp import web
-from botbuilder.core import ConversationState, MemoryStorage, TurnContext, UserState
+from botbuilder.core import ConversationState, Storage, TurnContext, UserState
 from botbuilder.integration.aiohttp import CloudAdapter, ConfigurationBotFrameworkAuthentication
 from botbuilder.schema import ActivityTypes
 
 from bot.crag_bot import CragBot
 from bot.runtime import BotRuntime
+from bot.state_storage import SqliteStorage, make_storage
 from cards.strings import language_of, t
 from config import BotSettings
 from dialogs.main_dialog import MainDialog
@@ -29,13 +30,14 @@ MAX_BODY_BYTES = 1024 * 1024
 RUNTIME = web.AppKey("runtime", BotRuntime)
 ADAPTER = web.AppKey("adapter", CloudAdapter)
 BOT = web.AppKey("bot", CragBot)
+STORAGE = web.AppKey("storage", Storage)
 
 
 def create_app(settings: BotSettings) -> web.Application:
     runtime = BotRuntime(settings)
     adapter = CloudAdapter(ConfigurationBotFrameworkAuthentication(settings.bot_framework_config()))
     adapter.on_turn_error = _on_turn_error
-    storage = MemoryStorage()
+    storage = make_storage(settings)
     conversation_state = ConversationState(storage)
     user_state = UserState(storage)
     bot = CragBot(runtime, conversation_state, user_state, MainDialog(runtime, conversation_state))
@@ -44,6 +46,7 @@ def create_app(settings: BotSettings) -> web.Application:
     app[RUNTIME] = runtime
     app[ADAPTER] = adapter
     app[BOT] = bot
+    app[STORAGE] = storage
     app.router.add_post("/api/messages", messages)
     app.router.add_get("/api/health", health)
     app.router.add_get("/docs/{path:.+}", document)
@@ -55,6 +58,9 @@ def create_app(settings: BotSettings) -> web.Application:
 async def _startup(app: web.Application) -> None:
     runtime = app[RUNTIME]
     await runtime.start()
+    storage = app[STORAGE]
+    if isinstance(storage, SqliteStorage):
+        await storage.open()
     # The server answers at once; messages get a "still indexing" reply until the index is ready.
     app["index_task"] = asyncio.create_task(runtime.load_index())
 
@@ -64,6 +70,9 @@ async def _cleanup(app: web.Application) -> None:
     if not task.done():
         task.cancel()
     await app[RUNTIME].close()
+    storage = app[STORAGE]
+    if isinstance(storage, SqliteStorage):
+        await storage.close()
 
 
 async def _on_turn_error(context: TurnContext, error: Exception) -> None:
@@ -153,7 +162,12 @@ def main() -> None:
     auth = "on" if settings.app_id else "off (Emulator / local)"
     log.info("starting on http://%s:%d/api/messages, auth %s", settings.bind_host, settings.port, auth)
     log.info("documents: %s", Path(settings.docs_dir).resolve())
-    web.run_app(create_app(settings), host=settings.bind_host, port=settings.port, print=None)
+    try:
+        app = create_app(settings)
+    except ValueError as exc:  # a storage or provider setting that cannot work
+        print(f"invalid settings: {exc}", file=sys.stderr)
+        raise SystemExit(2) from None
+    web.run_app(app, host=settings.bind_host, port=settings.port, print=None)
 
 
 if __name__ == "__main__":

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 from types import SimpleNamespace
+from typing import Literal
 
 from pydantic import Field, SecretStr
 
@@ -18,12 +19,46 @@ class BotSettings(CragSettings):
     # Where users reach the bot (for links to local documents); default http://localhost:PORT.
     public_base_url: str = Field(default="", alias="PUBLIC_BASE_URL")
     bot_name: str = Field(default="CRAG Assistant", alias="BOT_NAME")
+    # Example questions on the welcome card, separated by "|" (empty: examples for the sample documents).
+    welcome_examples: str = Field(default="", alias="WELCOME_EXAMPLES")
     history_turns: int = Field(default=3, ge=0, le=20, alias="CRAG_HISTORY_TURNS")
+
+    # Conversation state: sqlite (default, survives restarts), memory, blob or cosmos (several instances).
+    state_storage: Literal["sqlite", "memory", "blob", "cosmos"] = Field(
+        default="sqlite", alias="STATE_STORAGE"
+    )
+    state_db: Path = Field(default=REPO_ROOT / "data" / "state.sqlite3", alias="CRAG_STATE_DB")
+    azure_storage_connection_string: SecretStr = Field(
+        default=SecretStr(""), alias="AZURE_STORAGE_CONNECTION_STRING"
+    )
+    azure_storage_container: str = Field(default="bot-state", alias="AZURE_STORAGE_CONTAINER")
+    cosmos_endpoint: str = Field(default="", alias="COSMOS_ENDPOINT")
+    cosmos_key: SecretStr = Field(default=SecretStr(""), alias="COSMOS_KEY")
+    cosmos_database: str = Field(default="crag-bot", alias="COSMOS_DATABASE")
+    cosmos_container: str = Field(default="bot-state", alias="COSMOS_CONTAINER")
+
+    # Web Chat (/chat): with a Direct Line secret the page talks to the Azure Bot's Direct Line channel
+    # (the secret is exchanged for a per-user token server-side and never sent to the browser); without
+    # one, and while no app id is configured, to the app's own local Direct Line endpoint.
+    direct_line_secret: SecretStr = Field(default=SecretStr(""), alias="DIRECT_LINE_SECRET")
+    direct_line_endpoint: str = Field(
+        default="https://directline.botframework.com/v3/directline", alias="DIRECT_LINE_ENDPOINT"
+    )
+    # Token requests per minute and client IP on /api/directline/token (each one may cost a Direct Line call).
+    webchat_tokens_per_minute: int = Field(default=10, ge=1, le=10_000, alias="WEBCHAT_TOKENS_PER_MINUTE")
+    # Origins allowed to call the token and local Direct Line endpoints from another site (comma-separated).
+    webchat_allowed_origins: str = Field(default="", alias="WEBCHAT_ALLOWED_ORIGINS")
 
     app_id: str = Field(default="", alias="MicrosoftAppId")
     app_password: SecretStr = Field(default=SecretStr(""), alias="MicrosoftAppPassword")
     app_type: str = Field(default="MultiTenant", alias="MicrosoftAppType")
     app_tenant_id: str = Field(default="", alias="MicrosoftAppTenantId")
+
+    # Teams app package (scripts/build_teams_package.py). Empty app id: a stable UUID derived from
+    # MicrosoftAppId; empty version: the project version (pyproject.toml). Bump the version to update
+    # an app already uploaded to Teams.
+    teams_app_id: str = Field(default="", alias="TEAMS_APP_ID")
+    teams_app_version: str = Field(default="", alias="TEAMS_APP_VERSION")
 
     @property
     def bind_host(self) -> str:

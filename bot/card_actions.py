@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import re
+from dataclasses import dataclass
 from typing import Any
 
 from botbuilder.core import MessageFactory, TurnContext
@@ -63,41 +64,53 @@ def is_card_submit(activity_value: Any, text: str | None) -> bool:
     return activity_value is not None and not (text or "").strip()
 
 
-async def handle_submit(context: TurnContext, runtime: BotRuntime, lang: Lang) -> None:
+@dataclass(frozen=True)
+class Rating:
+    """What became of a rating: the text to tell the user, and whether it was stored."""
+
+    stored: bool
+    message: str
+    lang: Lang
+    reaction: str = ""
+    result_id: str = ""
+
+
+async def rate(context: TurnContext, runtime: BotRuntime, value: Any, lang: Lang, source: str) -> Rating:
+    """Validate a card's feedback data and store it (the Submit and the Execute paths alike)."""
     activity = context.activity
+    conversation = activity.conversation.id if activity.conversation else ""
     try:
-        data = FeedbackSubmit.model_validate(activity.value)
+        data = FeedbackSubmit.model_validate(value)
     except ValidationError as exc:
         log.warning(
-            "rejected card submit in %s: %s",
-            activity.conversation.id if activity.conversation else "?",
-            "; ".join(e["msg"] for e in exc.errors())[:200],
+            "rejected card feedback in %s: %s", conversation, "; ".join(e["msg"] for e in exc.errors())[:200]
         )
-        await context.send_activity(MessageFactory.text(t("feedback.invalid", lang)))
-        return
+        return Rating(False, t("feedback.invalid", lang), lang)
     user_id = activity.from_property.id if activity.from_property else ""
     try:
         receipt = await runtime.feedback.record_feedback(
             data.result_id,
             "up" if data.reaction == "up" else "down",
-            activity.conversation.id,
+            conversation,
             user_id,
             activity.channel_id or "",
-            source="card",
+            source=source,
         )
     except Exception:
         log.exception("could not store feedback for %s", data.result_id)
-        await context.send_activity(MessageFactory.text(t("feedback.failed", lang)))
-        return
-    outcome = receipt.outcome
-    if outcome is FeedbackOutcome.UNKNOWN_ANSWER:
-        log.warning("feedback for unknown answer %s in %s", data.result_id, activity.conversation.id)
-        await context.send_activity(MessageFactory.text(t("feedback.invalid", lang)))
-        return
-    log.info("feedback %s %s for %s", outcome.value, data.reaction, data.result_id)
+        return Rating(False, t("feedback.failed", lang), lang)
+    if receipt.outcome is FeedbackOutcome.UNKNOWN_ANSWER:
+        log.warning("feedback for unknown answer %s in %s", data.result_id, conversation)
+        return Rating(False, t("feedback.invalid", lang), lang)
+    log.info("feedback %s %s for %s", receipt.outcome.value, data.reaction, data.result_id)
     lang = "ja" if receipt.language == "ja" else lang  # thank in the language of the rated answer
-    key = "feedback.thanks_up" if data.reaction == "up" else "feedback.thanks_down"
-    message = t(key, lang)
-    if outcome is FeedbackOutcome.UPDATED:
+    message = t("feedback.thanks_up" if data.reaction == "up" else "feedback.thanks_down", lang)
+    if receipt.outcome is FeedbackOutcome.UPDATED:
         message = f"{message} {t('feedback.updated', lang)}"
-    await context.send_activity(MessageFactory.text(message))
+    return Rating(True, message, lang, data.reaction, data.result_id)
+
+
+async def handle_submit(context: TurnContext, runtime: BotRuntime, lang: Lang) -> None:
+    """Action.Submit (Emulator, Web Chat, Teams fallback): the rating is acknowledged by a message."""
+    rating = await rate(context, runtime, context.activity.value, lang, "card")
+    await context.send_activity(MessageFactory.text(rating.message))

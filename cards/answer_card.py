@@ -15,7 +15,13 @@ ASK_ACTION = "crag.ask"
 _MAX_SCORE_ROWS = 10
 
 
-def answer_card(result: CragResult, lang: Lang | None = None) -> dict[str, Any]:
+def answer_card(
+    result: CragResult, lang: Lang | None = None, include_answer: bool = True, execute: bool = False
+) -> dict[str, Any]:
+    """The answer card. Without the answer text (Teams shows it as the message text, where the
+    citations and the AI label attach) the card keeps the branch, sources, scores and buttons.
+    With `execute` (Teams) the thumbs are Action.Execute, so the card can be refreshed in place,
+    with an Action.Submit fallback for clients that do not know Execute."""
     lang = lang or result.language
     body: list[dict[str, Any]] = [
         {
@@ -40,8 +46,9 @@ def answer_card(result: CragResult, lang: Lang | None = None) -> dict[str, Any]:
                 },
             ],
         },
-        _text(result.answer, id="answer"),
     ]
+    if include_answer:
+        body.append(_text(result.answer, id="answer"))
     for notice in _notices(result, lang):
         body.append(_text(notice, isSubtle=True, size="Small"))
     if result.followups:
@@ -71,6 +78,9 @@ def answer_card(result: CragResult, lang: Lang | None = None) -> dict[str, Any]:
         body.append(_text(t("web_sources", lang), weight="Bolder", spacing="Medium"))
         body.append(_text("\n\n".join(f"[{c.number}] {_link(c.title, c.url)}" for c in web), id="web_urls"))
 
+    if result.queries:
+        searched = f"🔎 {t('searched', lang)}: {_clip(result.queries[0], 120)}"
+        body.append(_text(searched, id="query", isSubtle=True, size="Small", spacing="Medium"))
     if result.graded:
         facts = [
             {
@@ -95,23 +105,48 @@ def answer_card(result: CragResult, lang: Lang | None = None) -> dict[str, Any]:
             }
         )
 
-    body.append(_text(t("helpful", lang), spacing="Medium", size="Small", isSubtle=True))
+    body.append(_text(t("helpful", lang), id="helpful", spacing="Medium", size="Small", isSubtle=True))
     card = {
         "type": "AdaptiveCard",
         "$schema": "http://adaptivecards.io/schemas/adaptive-card.json",
         "version": CARD_VERSION,
         "msteams": {"width": "Full"},
         "body": body,
-        "actions": [_feedback_action(result.id, "up", lang), _feedback_action(result.id, "down", lang)],
+        "actions": [
+            _feedback_action(result.id, "up", lang, execute),
+            _feedback_action(result.id, "down", lang, execute),
+        ],
     }
     return _fit(card)
 
 
-def _feedback_action(result_id: str, reaction: str, lang: Lang) -> dict[str, Any]:
-    return {
+def _feedback_action(result_id: str, reaction: str, lang: Lang, execute: bool) -> dict[str, Any]:
+    submit = {
         "type": "Action.Submit",
         "title": t("thumbs_up" if reaction == "up" else "thumbs_down", lang),
         "data": {"action": FEEDBACK_ACTION, "result_id": result_id, "reaction": reaction},
+    }
+    if not execute:
+        return submit
+    return {**submit, "type": "Action.Execute", "verb": FEEDBACK_ACTION, "fallback": submit}
+
+
+def thanks_card(card: dict[str, Any], reaction: str, lang: Lang) -> dict[str, Any]:
+    """The answer card after a rating: the buttons are gone and a thank-you line takes their place."""
+    done = json.loads(json.dumps(card))
+    done["actions"] = []
+    done["body"] = [b for b in done["body"] if b.get("id") != "helpful"]
+    key = "feedback.thanks_up" if reaction == "up" else "feedback.thanks_down"
+    done["body"].append(_text(t(key, lang), id="thanks", spacing="Medium", size="Small", color="Good"))
+    return done
+
+
+def error_card(message: str) -> dict[str, Any]:
+    return {
+        "type": "AdaptiveCard",
+        "$schema": "http://adaptivecards.io/schemas/adaptive-card.json",
+        "version": CARD_VERSION,
+        "body": [_text(message, color="Attention")],
     }
 
 
@@ -153,7 +188,9 @@ def card_size(card: dict[str, Any]) -> int:
 def _fit(card: dict[str, Any]) -> dict[str, Any]:
     """Keep the card under the size budget by shortening the answer (only a huge answer can exceed it)."""
     while card_size(card) > MAX_CARD_BYTES:
-        answer = next(b for b in card["body"] if b.get("id") == "answer")
+        answer = next((b for b in card["body"] if b.get("id") == "answer"), None)
+        if answer is None:
+            break
         answer["text"] = _clip(answer["text"], max(200, len(answer["text"]) * 3 // 4))
         if len(answer["text"]) <= 200:
             break

@@ -13,6 +13,7 @@ _TEXTS: dict[str, dict[Lang, str]] = {
     "branch.incorrect": {"ja": "🌐 Web から回答", "en": "🌐 From the web"},
     "sources": {"ja": "参照した文書", "en": "Cited documents"},
     "web_sources": {"ja": "Web の情報源", "en": "Web sources"},
+    "searched": {"ja": "検索キーワード", "en": "Searched for"},
     "relevance": {"ja": "検索結果の関連度", "en": "Relevance of retrieved passages"},
     "kept": {"ja": "採用", "en": "used"},
     "not_kept": {"ja": "不採用", "en": "not used"},
@@ -87,6 +88,11 @@ _TEXTS: dict[str, dict[Lang, str]] = {
         "回答には根拠となった文書を表示します。「help」で使い方を表示します。",
         "en": "Hi, I'm {name}. Ask me about our internal documents (IT rules, expenses, leave, security, …). "
         "Every answer shows where it came from. Type “help” for tips.",
+    },
+    "examples": {"ja": "たとえば、こんな質問ができます", "en": "Try asking"},
+    "intro": {
+        "ja": "{name} です。@{name} とメンションして、社内文書についての質問をどうぞ。",
+        "en": "I'm {name}. Mention @{name} with a question about our internal documents.",
     },
     "help": {
         "ja": "**{name} の使い方**\n\n"

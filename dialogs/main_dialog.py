@@ -5,12 +5,12 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from botbuilder.core import CardFactory, ConversationState, MessageFactory, StatePropertyAccessor, TurnContext
+from botbuilder.core import ConversationState, MessageFactory, StatePropertyAccessor, TurnContext
 from botbuilder.dialogs import ComponentDialog, DialogTurnResult, WaterfallDialog, WaterfallStepContext
 from botbuilder.schema import Activity, ActivityTypes
 
 from bot.runtime import BotRuntime
-from cards.answer_card import answer_card
+from bot.teams_message import answer_activity
 from cards.strings import Lang, language_of, t
 from crag.models import Turn
 from crag.text.lang import detect_language
@@ -90,18 +90,26 @@ class MainDialog(ComponentDialog):
             result.llm_tokens,
             result.notices,
         )
+        reply = answer_activity(result, activity.channel_id or "")
+        card = reply.attachments[0].content if reply.attachments else None
+        feedback = self.runtime.feedback
         try:
-            await self.runtime.feedback.record_answer(
+            await feedback.record_answer(
                 result,
                 activity.conversation.id,
                 activity.from_property.id if activity.from_property else "",
                 activity.channel_id or "",
+                card,
             )
         except Exception:
             # The answer still goes out; only ratings of it will be refused as unknown.
             log.exception("could not record answer %s", result.id)
-        card = answer_card(result)
-        await context.send_activity(MessageFactory.attachment(CardFactory.adaptive_card(card)))
+        sent = await context.send_activity(reply)
+        if sent is not None and sent.id:
+            try:
+                await feedback.set_message_id(result.id, sent.id)
+            except Exception:
+                log.exception("could not record the message id of answer %s", result.id)
         turns = self.runtime.settings.history_turns
         stored = (
             [*stored, Turn(question=question, answer=result.answer).model_dump()][-turns:] if turns else []

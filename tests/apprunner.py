@@ -32,6 +32,7 @@ class AppProcess:
             "CRAG_DOCS_DIR": str(docs_dir),
             "CRAG_INDEX_DIR": str(tmp / "index"),
             "CRAG_FEEDBACK_DB": str(self.feedback_db),
+            "CRAG_STATE_DB": str(tmp / "state.sqlite3"),
             "PYTHONUNBUFFERED": "1",
             **env,
         }

@@ -67,7 +67,11 @@ async def test_conversation_update_welcome_question_and_thumbs_up(
     )
     assert await post(app, added) in (200, 201)
     welcome = connector.messages()
-    assert len(welcome) == 1 and "internal documents" in welcome[0]["text"]
+    assert len(welcome) == 1
+    welcome_card = card_of(welcome[0])
+    assert welcome_card and "internal documents" in card_text(welcome_card)
+    examples = [a for a in welcome_card["actions"] if a["data"]["action"] == "crag.ask"]
+    assert len(examples) == 3  # example questions that ask themselves
     # Replies go where the Emulator expects them, without credentials (auth is off).
     assert connector.requests[0]["path"].startswith(f"/v3/conversations/{conv}/activities")
     assert "Authorization" not in connector.requests[0]["headers"]

@@ -30,7 +30,9 @@ CREATE TABLE IF NOT EXISTS answers (
     answer TEXT NOT NULL,
     branch TEXT NOT NULL,
     cited_files TEXT NOT NULL,
-    web_urls TEXT NOT NULL
+    web_urls TEXT NOT NULL,
+    message_id TEXT NOT NULL DEFAULT '',
+    card_json TEXT NOT NULL DEFAULT ''
 );
 CREATE TABLE IF NOT EXISTS answer_feedback (
     id INTEGER PRIMARY KEY AUTOINCREMENT,
@@ -92,10 +94,17 @@ class FeedbackStore:
         return self._db
 
     async def record_answer(
-        self, result: CragResult, conversation_id: str, user_id: str, channel_id: str
+        self,
+        result: CragResult,
+        conversation_id: str,
+        user_id: str,
+        channel_id: str,
+        card: dict[str, Any] | None = None,
     ) -> None:
         await self.db.execute(
-            "INSERT OR REPLACE INTO answers VALUES (?,?,?,?,?,?,?,?,?,?,?)",
+            "INSERT OR REPLACE INTO answers (result_id, created_at, conversation_id, user_id, channel_id,"
+            " language, question, answer, branch, cited_files, web_urls, card_json)"
+            " VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
             (
                 result.id,
                 result.created_at.isoformat(),
@@ -108,9 +117,38 @@ class FeedbackStore:
                 result.branch.value,
                 json.dumps(result.cited_files, ensure_ascii=False),
                 json.dumps(result.web_urls, ensure_ascii=False),
+                json.dumps(card, ensure_ascii=False) if card else "",
             ),
         )
         await self.db.commit()
+
+    async def set_message_id(self, result_id: str, message_id: str) -> None:
+        """The id the channel gave the answer message: Teams' native feedback refers to it."""
+        await self.db.execute(
+            "UPDATE answers SET message_id = ? WHERE result_id = ?", (message_id, result_id)
+        )
+        await self.db.commit()
+
+    async def answer_for_message(self, conversation_id: str, message_id: str | None) -> str | None:
+        """The result id of the answer sent as message_id, or (when a client omits the id) the
+        conversation's latest answer."""
+        query = "SELECT result_id FROM answers WHERE conversation_id = ?"
+        args: tuple[str, ...] = (conversation_id,)
+        if message_id:
+            query, args = query + " AND message_id = ?", (conversation_id, message_id)
+        else:
+            query += " ORDER BY created_at DESC LIMIT 1"
+        async with self.db.execute(query, args) as cur:
+            row = await cur.fetchone()
+        return str(row[0]) if row else None
+
+    async def stored_card(self, result_id: str) -> dict[str, Any] | None:
+        async with self.db.execute("SELECT card_json FROM answers WHERE result_id = ?", (result_id,)) as cur:
+            row = await cur.fetchone()
+        if not row or not row[0]:
+            return None
+        card: dict[str, Any] = json.loads(row[0])
+        return card
 
     async def record_feedback(
         self,

@@ -1,0 +1,104 @@
+"""Invoke activities: Teams' native feedback buttons and Action.Execute on the answer card.
+
+botbuilder 4.17 turns a dict invoke body into an HTTP 500, so every body here is an msrest Model
+(an empty one for {}). Bad or tampered data gets a 400 or a 200 with an error card, never a 500.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from typing import Any
+
+from botbuilder.core import InvokeResponse, TurnContext
+from botbuilder.schema import AdaptiveCardInvokeResponse
+
+from bot.card_actions import rate
+from bot.runtime import BotRuntime
+from bot.teams_message import EmptyInvokeBody
+from cards.answer_card import FEEDBACK_ACTION, error_card, thanks_card
+from cards.strings import Lang, language_of, t
+
+log = logging.getLogger(__name__)
+
+CARD_CONTENT_TYPE = "application/vnd.microsoft.card.adaptive"
+_REACTIONS = {"like": "up", "dislike": "down"}
+
+
+async def on_invoke(context: TurnContext, runtime: BotRuntime) -> InvokeResponse:
+    name = context.activity.name or ""
+    if name == "message/submitAction":
+        return await native_feedback(context, runtime)
+    if name == "adaptiveCard/action":
+        return await card_action(context, runtime)
+    log.info("unhandled invoke %r", name)
+    return InvokeResponse(status=501)
+
+
+async def native_feedback(context: TurnContext, runtime: BotRuntime) -> InvokeResponse:
+    """Teams' thumbs under an AI message: {"actionName": "feedback", "actionValue": {"reaction":
+    "like"|"dislike", "feedback": "{\\"feedbackText\\": ...}"}}, replyToId = the rated message."""
+    activity = context.activity
+    value = activity.value if isinstance(activity.value, dict) else {}
+    action = value.get("actionValue") if value.get("actionName") == "feedback" else None
+    reaction = _REACTIONS.get(action.get("reaction", "")) if isinstance(action, dict) else None
+    if not isinstance(action, dict) or reaction is None:
+        log.warning("rejected native feedback: malformed value")
+        return InvokeResponse(status=400, body=EmptyInvokeBody())
+    comment = _feedback_text(action.get("feedback"))
+    conversation = activity.conversation.id if activity.conversation else ""
+    feedback = runtime.feedback
+    try:
+        result_id = await feedback.answer_for_message(conversation, activity.reply_to_id)
+        if result_id is None:
+            log.warning("native feedback for an unknown message in %s", conversation)
+            return InvokeResponse(status=400, body=EmptyInvokeBody())
+        receipt = await feedback.record_feedback(
+            result_id,
+            "up" if reaction == "up" else "down",
+            conversation,
+            activity.from_property.id if activity.from_property else "",
+            activity.channel_id or "",
+            source="teams",
+            comment=comment,
+        )
+    except Exception:
+        log.exception("could not store native feedback")
+        return InvokeResponse(status=503, body=EmptyInvokeBody())
+    log.info("native feedback %s %s for %s", receipt.outcome.value, reaction, result_id)
+    # Teams wants exactly {} back; anything else shows the user an error.
+    return InvokeResponse(status=200, body=EmptyInvokeBody())
+
+
+async def card_action(context: TurnContext, runtime: BotRuntime) -> InvokeResponse:
+    """Action.Execute on the answer card: store the rating and replace the card with its thanks state."""
+    activity = context.activity
+    lang: Lang = language_of(activity.locale)
+    value = activity.value if isinstance(activity.value, dict) else {}
+    action = value.get("action") if isinstance(value.get("action"), dict) else {}
+    if action.get("verb") != FEEDBACK_ACTION:
+        log.warning("rejected card action with verb %r", str(action.get("verb"))[:40])
+        return _card(error_card(t("feedback.invalid", lang)))
+    rating = await rate(context, runtime, action.get("data"), lang, "card-execute")
+    if not rating.stored:
+        return _card(error_card(rating.message))
+    stored = await runtime.feedback.stored_card(rating.result_id)
+    if stored is None:
+        return _card(error_card(rating.message))
+    return _card(thanks_card(stored, rating.reaction, rating.lang))
+
+
+def _card(card: dict[str, Any]) -> InvokeResponse:
+    body = AdaptiveCardInvokeResponse(status_code=200, type=CARD_CONTENT_TYPE, value=card)
+    return InvokeResponse(status=200, body=body)
+
+
+def _feedback_text(raw: Any) -> str:
+    if not isinstance(raw, str) or not raw.strip():
+        return ""
+    try:
+        data = json.loads(raw)
+    except ValueError:
+        return raw.strip()[:2000]
+    text = data.get("feedbackText") if isinstance(data, dict) else None
+    return text.strip()[:2000] if isinstance(text, str) else ""

@@ -1,0 +1,89 @@
+"""The answer as a Teams message: AI-generated label, citations, native feedback buttons, the card.
+
+botbuilder's Entity serializes only `type`; the AI label and citations need `@type`, `@context`,
+`@id`, `additionalType` and `citation`, so a subclass declares them for msrest. Teams accepts
+exactly one root Message entity and at most 20 citations, each matching an [n] in the text.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, ClassVar
+
+from botbuilder.core import CardFactory
+from botbuilder.schema import Activity, ActivityTypes, Entity
+from msrest.serialization import Model
+
+from cards.answer_card import answer_card
+from cards.strings import Lang
+from crag.models import CragResult
+
+MAX_CITATIONS = 20
+_MARKER = re.compile(r"\[(\d{1,2})\]")
+
+
+class AIMessageEntity(Entity):
+    _attribute_map: ClassVar[dict[str, dict[str, str]]] = {
+        "type": {"key": "type", "type": "str"},
+        "at_type": {"key": "@type", "type": "str"},
+        "at_context": {"key": "@context", "type": "str"},
+        "at_id": {"key": "@id", "type": "str"},
+        "additional_type": {"key": "additionalType", "type": "[str]"},
+        "citation": {"key": "citation", "type": "[object]"},
+    }
+
+    def __init__(self, *, citation: list[dict[str, Any]] | None = None, **kwargs: Any) -> None:
+        super().__init__(type="https://schema.org/Message", **kwargs)
+        self.at_type = "Message"
+        self.at_context = "https://schema.org"
+        self.at_id = ""
+        self.additional_type = ["AIGeneratedContent"]
+        self.citation = citation or []
+
+
+class EmptyInvokeBody(Model):
+    """Serializes to {}: botbuilder 4.17 fails (HTTP 500) on a plain dict invoke body."""
+
+    _attribute_map: ClassVar[dict[str, Any]] = {}
+
+
+def citations_entity(result: CragResult) -> AIMessageEntity:
+    used = {int(m) for m in _MARKER.findall(result.answer)}
+    claims = []
+    for c in result.citations:
+        if c.number not in used or len(claims) >= MAX_CITATIONS:
+            continue
+        appearance: dict[str, Any] = {
+            "@type": "DigitalDocument",
+            "name": _clip(c.title or c.file or c.url, 80),
+            "abstract": _clip(c.excerpt or c.title, 160),
+        }
+        if c.url:
+            appearance["url"] = c.url
+        if c.kind == "document" and c.file:
+            appearance["keywords"] = [c.file[:50]]
+        claims.append({"@type": "Claim", "position": c.number, "appearance": appearance})
+    return AIMessageEntity(citation=claims)
+
+
+def answer_activity(result: CragResult, channel_id: str, lang: Lang | None = None) -> Activity:
+    """The reply for a channel: in Teams the answer is the message text (so citations and the AI
+    label attach to it) with the card below; elsewhere the card carries everything."""
+    if channel_id != "msteams":
+        return Activity(
+            type=ActivityTypes.message,
+            attachments=[CardFactory.adaptive_card(answer_card(result, lang))],
+        )
+    card = answer_card(result, lang, include_answer=False, execute=True)
+    return Activity(
+        type=ActivityTypes.message,
+        text=result.answer,
+        text_format="markdown",
+        entities=[citations_entity(result)],
+        channel_data={"feedbackLoop": {"type": "default"}},
+        attachments=[CardFactory.adaptive_card(card)],
+    )
+
+
+def _clip(text: str, limit: int) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
