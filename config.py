@@ -21,6 +21,9 @@ class BotSettings(CragSettings):
     bot_name: str = Field(default="CRAG Assistant", alias="BOT_NAME")
     # Example questions on the welcome card, separated by "|" (empty: examples for the sample documents).
     welcome_examples: str = Field(default="", alias="WELCOME_EXAMPLES")
+    # Teams 1:1 chats: progress updates and the answer streamed as it is written.
+    streaming: bool = Field(default=True, alias="CRAG_STREAMING")
+    stream_interval: float = Field(default=1.5, ge=0, le=10, alias="CRAG_STREAM_INTERVAL")
     history_turns: int = Field(default=3, ge=0, le=20, alias="CRAG_HISTORY_TURNS")
 
     # Conversation state: sqlite (default, survives restarts), memory, blob or cosmos (several instances).

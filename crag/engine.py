@@ -13,7 +13,16 @@ from dataclasses import dataclass
 
 from crag import trace
 from crag.models import Branch, CragResult, GradedChunk, Turn, WebOutcome, WebStatus
-from crag.protocols import AnswerGenerator, Grader, KnowledgeRefiner, QueryRewriter, Retriever, WebSearch
+from crag.protocols import (
+    AnswerGenerator,
+    Grader,
+    KnowledgeRefiner,
+    QueryRewriter,
+    Retriever,
+    StageSink,
+    TextSink,
+    WebSearch,
+)
 from crag.refine.passthrough import PassThroughRefiner
 from crag.text.lang import detect_language
 
@@ -77,19 +86,36 @@ class CragEngine:
             "generate": self.generator.name,
         }
 
-    async def run(self, question: str, history: Sequence[Turn] = ()) -> CragResult:
+    async def run(
+        self,
+        question: str,
+        history: Sequence[Turn] = (),
+        on_stage: StageSink | None = None,
+        on_text: TextSink | None = None,
+    ) -> CragResult:
+        """One CRAG turn. on_stage hears each stage as it starts and on_text the answer as it is
+        written, for clients that show progress; neither changes the result."""
         with trace.turn_trace() as turn:
-            return await self._run(question, history, turn)
+            return await self._run(question, history, turn, on_stage or _ignore, on_text)
 
-    async def _run(self, question: str, history: Sequence[Turn], turn: trace.TurnTrace) -> CragResult:
+    async def _run(
+        self,
+        question: str,
+        history: Sequence[Turn],
+        turn: trace.TurnTrace,
+        stage: StageSink,
+        on_text: TextSink | None,
+    ) -> CragResult:
         timings: dict[str, float] = {}
         clock = _Clock(timings)
         language = detect_language(question)
 
+        await stage("searching")
         with clock("rewrite"):
             query = await self.rewriter.rewrite(question, history)
         with clock("retrieve"):
             candidates = await self._retrieve(query, turn)
+        await stage("grading")
         with clock("grade"):
             graded = await self._grade(question, candidates)
         branch, kept = decide(graded, self.config.upper, self.config.lower)
@@ -99,14 +125,16 @@ class CragEngine:
         web = WebOutcome(status=WebStatus.NOT_NEEDED)
         web_query = ""
         if branch is not Branch.CORRECT:
+            await stage("web")
             with clock("web"):
                 web_query = await self.rewriter.rewrite_for_web(question, history)
                 web = await self.web.search(web_query, self.config.web_results)
 
+        await stage("writing")
         with clock("refine"):
             knowledge, web_knowledge = await self.refiner.refine(question, kept, web.results)
         with clock("generate"):
-            answer = await self.generator.generate(question, language, knowledge, web_knowledge)
+            answer = await self.generator.generate(question, language, knowledge, web_knowledge, on_text)
         timings["total"] = round(sum(timings.values()), 2)
         return CragResult(
             question=question,
@@ -152,6 +180,10 @@ class CragEngine:
         for g, s in zip(candidates, scores, strict=True):
             g.score = min(1.0, max(0.0, float(s)))
         return candidates
+
+
+async def _ignore(stage: str) -> None:
+    return None
 
 
 class _Clock:

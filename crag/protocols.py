@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Literal, Protocol
 
 from crag.models import Chunk, GeneratedAnswer, GradedChunk, Turn, WebOutcome, WebResult
+
+# Receives the partial answer text while it is being generated (for streaming UIs).
+TextSink = Callable[[str], Awaitable[None]]
+# Receives the name of the stage the engine is entering: searching, grading, web, writing.
+StageSink = Callable[[str], Awaitable[None]]
 
 
 class QueryRewriter(Protocol):
@@ -63,8 +68,10 @@ class AnswerGenerator(Protocol):
         language: Literal["ja", "en"],
         chunks: Sequence[GradedChunk],
         web: Sequence[WebResult],
+        on_text: TextSink | None = None,
     ) -> GeneratedAnswer:
-        """An answer from the given knowledge only, with numbered citations, or the refusal text."""
+        """An answer from the given knowledge only, with numbered citations, or the refusal text.
+        A generator that streams calls on_text with the answer so far as it grows."""
         ...
 
 

@@ -10,6 +10,7 @@ from botbuilder.dialogs import ComponentDialog, DialogTurnResult, WaterfallDialo
 from botbuilder.schema import Activity, ActivityTypes
 
 from bot.runtime import BotRuntime
+from bot.streaming import TeamsStreamer, can_stream
 from bot.teams_message import answer_activity
 from cards.strings import Lang, language_of, t
 from crag.models import Turn
@@ -75,10 +76,20 @@ class MainDialog(ComponentDialog):
 
     async def _answer(self, context: TurnContext, question: str) -> None:
         assert self.runtime.engine is not None
-        await context.send_activity(Activity(type=ActivityTypes.typing))
+        settings = self.runtime.settings
+        streamer = None
+        if settings.streaming and can_stream(context):
+            streamer = TeamsStreamer(context, detect_language(question), settings.stream_interval)
+        else:
+            await context.send_activity(Activity(type=ActivityTypes.typing))
         stored: list[dict[str, Any]] = await self.history.get(context, list) or []
         history = [Turn.model_validate(h) for h in stored]
-        result = await self.runtime.engine.run(question, history)
+        result = await self.runtime.engine.run(
+            question,
+            history,
+            on_stage=streamer.on_stage if streamer else None,
+            on_text=streamer.on_text if streamer else None,
+        )
         activity = context.activity
         log.info(
             "answered branch=%s kept=%d cited=%s total_ms=%.1f llm_calls=%d llm_tokens=%d notices=%s",
@@ -104,7 +115,7 @@ class MainDialog(ComponentDialog):
         except Exception:
             # The answer still goes out; only ratings of it will be refused as unknown.
             log.exception("could not record answer %s", result.id)
-        sent = await context.send_activity(reply)
+        sent = await context.send_activity(streamer.finish(reply) if streamer else reply)
         if sent is not None and sent.id:
             try:
                 await feedback.set_message_id(result.id, sent.id)

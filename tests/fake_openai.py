@@ -96,6 +96,8 @@ class FakeOpenAI:
         if failure == "slow":
             await asyncio.sleep(self.slow_seconds)
         content = "I think this is quite relevant, really." if failure == "junk" else self._answer(task, user)
+        if body.get("stream"):
+            return await self._stream(request, body, content)
         return web.json_response(
             {
                 "id": "chatcmpl-fake",
@@ -112,6 +114,32 @@ class FakeOpenAI:
                 "usage": {"prompt_tokens": 50, "completion_tokens": 10, "total_tokens": 60},
             }
         )
+
+    async def _stream(self, request: web.Request, body: dict[str, Any], content: str) -> web.StreamResponse:
+        """Server-sent events as the OpenAI API streams them: word pieces, then usage, then [DONE]."""
+        response = web.StreamResponse(headers={"Content-Type": "text/event-stream"})
+        await response.prepare(request)
+        pieces = re.findall(r"\S+\s*", content) or [content]
+        for piece in pieces:
+            chunk = {
+                "id": "chatcmpl-fake",
+                "object": "chat.completion.chunk",
+                "created": 1,
+                "model": body.get("model", "fake"),
+                "choices": [{"index": 0, "delta": {"content": piece}, "finish_reason": None}],
+            }
+            await response.write(f"data: {json.dumps(chunk)}\n\n".encode())
+        usage = {
+            "id": "chatcmpl-fake",
+            "object": "chat.completion.chunk",
+            "created": 1,
+            "model": body.get("model", "fake"),
+            "choices": [],
+            "usage": {"prompt_tokens": 50, "completion_tokens": 10, "total_tokens": 60},
+        }
+        await response.write(f"data: {json.dumps(usage)}\n\ndata: [DONE]\n\n".encode())
+        await response.write_eof()
+        return response
 
     def _answer(self, task: str, user: str) -> str:
         question = user.rsplit("Question:", 1)[-1].split("\n\nPassage", 1)[0].strip()

@@ -243,3 +243,62 @@ async def test_state_survives_a_restart(tmp_path: Path, connector: FakeConnector
         assert "有給" in searched  # the history came back from the state DB
     finally:
         proc.stop()
+
+
+async def test_streaming_in_personal_chat(tmp_path: Path, connector: FakeConnector) -> None:
+    from tests.fake_openai import FakeOpenAI
+
+    llm = FakeOpenAI()
+    await llm.start()
+    proc = AppProcess(
+        tmp_path,
+        SAMPLE_DOCS,
+        OPENAI_API_KEY="sk-stream",
+        OPENAI_BASE_URL=llm.url + "/v1",
+        CRAG_STREAM_INTERVAL="0",
+    )
+    proc.start()
+    try:
+        ask = teams(
+            connector,
+            text="How many days a week can I work from home?",
+            conv="a:stream",
+            conv_type="personal",
+        )
+        status, _ = await post(proc, ask)
+        assert status == 201
+        typing = [a for a in connector.activities if a["type"] == "typing"]
+        infos = [next(e for e in a["entities"] if e["type"] == "streaminfo") for a in typing]
+        assert infos[0]["streamType"] == "informative" and infos[0]["streamSequence"] == 1
+        assert "streamId" not in infos[0]
+        stream_id = typing[0]["id"]
+        assert all(i["streamId"] == stream_id for i in infos[1:])
+        assert [i["streamSequence"] for i in infos] == list(range(1, len(infos) + 1))
+        assert {"informative", "streaming"} <= {i["streamType"] for i in infos}
+        assert any("Searching internal documents" in a["text"] for a in typing)
+        assert not any(a.get("attachments") for a in typing)  # the card only on the final message
+        [final] = connector.messages()
+        final_info = next(e for e in final["entities"] if e["type"] == "streaminfo")
+        assert final_info == {"type": "streaminfo", "streamId": stream_id, "streamType": "final"}
+        assert any(e["type"] == "https://schema.org/Message" for e in final["entities"])
+        assert card_of(final) is not None and final["channelData"]["feedbackLoop"]
+        streamed = [a["text"] for a in typing if next(e for e in a["entities"])["streamType"] == "streaming"]
+        assert streamed and final["text"].startswith(streamed[-1].split(" ")[0])
+        assert any(r["body"].get("stream") for r in llm.chats("answer"))
+
+        # A group chat gets no streaming.
+        before = len(connector.activities)
+        group = teams(
+            connector,
+            text="How many days a week can I work from home?",
+            conv="19:g@thread.v2",
+            conv_type="groupChat",
+        )
+        await post(proc, group)
+        later = connector.activities[before:]
+        assert all(
+            "entities" not in a or all(e["type"] != "streaminfo" for e in a["entities"]) for a in later
+        )
+    finally:
+        proc.stop()
+        await llm.stop()

@@ -13,6 +13,7 @@ from typing import Literal
 
 from crag.messages import REFUSAL
 from crag.models import Citation, GeneratedAnswer, GradedChunk, WebResult
+from crag.protocols import TextSink
 from crag.text.overlap import WeightedQuery, weighted_query
 from crag.text.question import asks_for_number, has_number
 from crag.text.sentences import split_sentences
@@ -46,6 +47,7 @@ class ExtractiveComposer:
         language: Literal["ja", "en"],
         chunks: Sequence[GradedChunk],
         web: Sequence[WebResult],
+        on_text: TextSink | None = None,
     ) -> GeneratedAnswer:
         query = weighted_query(self._index.words(question), self._index.idf)
         sources, candidates = self._candidates(query, question, chunks, web)

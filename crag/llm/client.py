@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 import openai
@@ -114,6 +114,45 @@ class LlmClient:
         if not response.choices:
             raise LlmUnavailable("empty response")
         return response.choices[0].message.content or ""
+
+    async def chat_stream(
+        self,
+        system: str,
+        user: str,
+        on_text: Callable[[str], Awaitable[None]],
+        *,
+        max_tokens: int = 400,
+        temperature: float = 0.0,
+    ) -> str:
+        """Like chat, but streams: on_text receives the reply so far each time it grows."""
+        messages = [{"role": "system", "content": system}, {"role": "user", "content": user}]
+        params: dict[str, Any] = {
+            "model": self.model,
+            "messages": messages,
+            "timeout": self._timeout,
+            "stream": True,
+            "stream_options": {"include_usage": True},
+            self._token_param: max_tokens,
+        }
+        if self._send_temperature:
+            params["temperature"] = temperature
+        text = ""
+        turn = trace.current()
+        async with self._semaphore:
+            try:
+                stream = await self._client.chat.completions.create(**params)
+                async for event in stream:
+                    if event.usage is not None:
+                        turn.prompt_tokens += event.usage.prompt_tokens or 0
+                        turn.completion_tokens += event.usage.completion_tokens or 0
+                    delta = event.choices[0].delta.content if event.choices else None
+                    if delta:
+                        text += delta
+                        await on_text(text)
+            except openai.OpenAIError as exc:
+                raise LlmUnavailable(_describe(exc)) from None
+        turn.llm_calls += 1
+        return text
 
     async def embed(self, texts: Sequence[str]) -> list[list[float]]:
         if not self.embedding_model:

@@ -19,7 +19,7 @@ from crag.llm import prompts
 from crag.llm.client import LlmClient, LlmUnavailable
 from crag.messages import REFUSAL
 from crag.models import Citation, GeneratedAnswer, GradedChunk, WebResult
-from crag.protocols import AnswerGenerator
+from crag.protocols import AnswerGenerator, TextSink
 
 log = logging.getLogger(__name__)
 
@@ -41,6 +41,7 @@ class LlmGenerator:
         language: Literal["ja", "en"],
         chunks: Sequence[GradedChunk],
         web: Sequence[WebResult],
+        on_text: TextSink | None = None,
     ) -> GeneratedAnswer:
         sources = _sources(chunks, web)
         if not sources:
@@ -50,7 +51,12 @@ class LlmGenerator:
         )
         user = f"Sources:\n{block}\n\nQuestion: {question}"
         system = prompts.ANSWER.format(refusal=REFUSAL[language])
-        tasks = [self._llm.chat(system, user, max_tokens=700)]
+        answer_call = (
+            self._llm.chat_stream(system, user, on_text, max_tokens=700)
+            if on_text is not None
+            else self._llm.chat(system, user, max_tokens=700)
+        )
+        tasks = [answer_call]
         if self._followups:
             tasks.append(self._llm.chat(prompts.FOLLOWUPS, user, max_tokens=200))
         replies = await asyncio.gather(*tasks, return_exceptions=True)
