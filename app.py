@@ -23,6 +23,7 @@ from bot.state_storage import SqliteStorage, make_storage
 from cards.strings import language_of, t
 from config import BotSettings
 from dialogs.main_dialog import MainDialog
+from webchat import setup_webchat
 
 log = logging.getLogger("app")
 
@@ -50,6 +51,7 @@ def create_app(settings: BotSettings) -> web.Application:
     app.router.add_post("/api/messages", messages)
     app.router.add_get("/api/health", health)
     app.router.add_get("/docs/{path:.+}", document)
+    setup_webchat(app, settings, adapter, bot.on_turn)
     app.on_startup.append(_startup)
     app.on_cleanup.append(_cleanup)
     return app
@@ -130,8 +132,23 @@ async def health(request: web.Request) -> web.Response:
             "skipped_documents": len(runtime.index.skipped),
             "providers": runtime.engine.providers,
             "thresholds": {"upper": runtime.engine.config.upper, "lower": runtime.engine.config.lower},
+            "cache": _cache_stats(runtime),
         }
     return web.json_response(payload, status=status, dumps=lambda o: json.dumps(o, ensure_ascii=False))
+
+
+def _cache_stats(runtime: BotRuntime) -> dict[str, object]:
+    cache = runtime.engine.cache if runtime.engine is not None else None
+    if cache is None:
+        return {"enabled": False}
+    stats = cache.stats
+    return {
+        "enabled": True,
+        "entries": len(cache),
+        "hits": stats.hits,
+        "misses": stats.misses,
+        "hit_rate": round(stats.hit_rate, 3),
+    }
 
 
 async def document(request: web.Request) -> web.StreamResponse:

@@ -6,12 +6,14 @@ factory's business. Every turn returns one CragResult, whatever fails along the 
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 
 from crag import trace
+from crag.cache import AnswerCache
 from crag.models import Branch, CragResult, GradedChunk, Turn, WebOutcome, WebStatus
 from crag.protocols import (
     AnswerGenerator,
@@ -35,6 +37,9 @@ class EngineConfig:
     lower: float = 0.4
     top_k: int = 10
     web_results: int = 5
+    # Start the web search before grading decides it is needed (saves its latency on the
+    # ambiguous and incorrect branches; costs a web search on the correct one).
+    speculative_web: bool = False
 
 
 def decide(graded: Sequence[GradedChunk], upper: float, lower: float) -> tuple[Branch, list[GradedChunk]]:
@@ -57,6 +62,7 @@ class CragEngine:
         config: EngineConfig | None = None,
         refiner: KnowledgeRefiner | None = None,
         closers: Sequence[Callable[[], Awaitable[None]]] = (),
+        cache: AnswerCache | None = None,
     ) -> None:
         self.rewriter = rewriter
         self.retriever = retriever
@@ -66,6 +72,7 @@ class CragEngine:
         self.config = config or EngineConfig()
         self.refiner: KnowledgeRefiner = refiner or PassThroughRefiner()
         self._closers = list(closers)
+        self.cache = cache
 
     async def close(self) -> None:
         """Release the providers' connections (LLM and search clients)."""
@@ -95,8 +102,16 @@ class CragEngine:
     ) -> CragResult:
         """One CRAG turn. on_stage hears each stage as it starts and on_text the answer as it is
         written, for clients that show progress; neither changes the result."""
+        if self.cache is not None:
+            cached = self.cache.get(question, history)
+            if cached is not None:
+                cached.timings_ms = {"cache": 0.0, "total": 0.0}
+                return cached
         with trace.turn_trace() as turn:
-            return await self._run(question, history, turn, on_stage or _ignore, on_text)
+            result = await self._run(question, history, turn, on_stage or _ignore, on_text)
+        if self.cache is not None:
+            self.cache.put(question, history, result)
+        return result
 
     async def _run(
         self,
@@ -108,34 +123,49 @@ class CragEngine:
     ) -> CragResult:
         timings: dict[str, float] = {}
         clock = _Clock(timings)
+        started = time.perf_counter()
         language = detect_language(question)
 
         await stage("searching")
-        with clock("rewrite"):
-            query = await self.rewriter.rewrite(question, history)
-        with clock("retrieve"):
-            candidates = await self._retrieve(query, turn)
-        await stage("grading")
-        with clock("grade"):
-            graded = await self._grade(question, candidates)
-        branch, kept = decide(graded, self.config.upper, self.config.lower)
-        for g in kept:
-            g.kept = True
+        # The web search does not depend on the documents: start it now, while documents are
+        # searched and graded, and drop it if they turn out to answer the question.
+        speculative = (
+            asyncio.create_task(self._search_web(question, history)) if self.config.speculative_web else None
+        )
+        try:
+            with clock("rewrite"):
+                query = await self.rewriter.rewrite(question, history)
+            with clock("retrieve"):
+                candidates = await self._retrieve(query, turn)
+            await stage("grading")
+            with clock("grade"):
+                # Refinement of long passages runs alongside grading, so it adds no round trip.
+                refining = asyncio.create_task(self.refiner.refine(question, candidates, []))
+                graded = await self._grade(question, candidates)
+            branch, kept = decide(graded, self.config.upper, self.config.lower)
+            for g in kept:
+                g.kept = True
 
-        web = WebOutcome(status=WebStatus.NOT_NEEDED)
-        web_query = ""
-        if branch is not Branch.CORRECT:
-            await stage("web")
-            with clock("web"):
-                web_query = await self.rewriter.rewrite_for_web(question, history)
-                web = await self.web.search(web_query, self.config.web_results)
+            web = WebOutcome(status=WebStatus.NOT_NEEDED)
+            web_query = ""
+            if branch is not Branch.CORRECT:
+                await stage("web")
+                with clock("web"):
+                    web_query, web = await (speculative or self._search_web(question, history))
+            elif speculative is not None:
+                speculative.cancel()
 
-        await stage("writing")
-        with clock("refine"):
-            knowledge, web_knowledge = await self.refiner.refine(question, kept, web.results)
+            await stage("writing")
+            with clock("refine"):
+                refined = {g.chunk.id: g for g in (await refining)[0]}
+                knowledge = [refined[g.chunk.id] for g in kept if g.chunk.id in refined]
+                _, web_knowledge = await self.refiner.refine(question, [], web.results)
+        finally:
+            if speculative is not None and not speculative.done():
+                speculative.cancel()
         with clock("generate"):
             answer = await self.generator.generate(question, language, knowledge, web_knowledge, on_text)
-        timings["total"] = round(sum(timings.values()), 2)
+        timings["total"] = round((time.perf_counter() - started) * 1000, 2)
         return CragResult(
             question=question,
             language=language,
@@ -154,6 +184,10 @@ class CragEngine:
             llm_tokens=turn.tokens,
             providers=self.providers,
         )
+
+    async def _search_web(self, question: str, history: Sequence[Turn]) -> tuple[str, WebOutcome]:
+        query = await self.rewriter.rewrite_for_web(question, history)
+        return query, await self.web.search(query, self.config.web_results)
 
     async def _retrieve(self, query: str, turn: trace.TurnTrace) -> list[GradedChunk]:
         try:

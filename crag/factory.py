@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Awaitable, Callable
 
+from crag.cache import AnswerCache
 from crag.engine import CragEngine, EngineConfig
 from crag.generate.extractive import ExtractiveComposer
 from crag.grade.local import LocalGrader
@@ -56,6 +57,7 @@ def build_engine(settings: CragSettings, index: LocalIndex | None) -> CragEngine
         lower=settings.lower_threshold,
         top_k=settings.top_k,
         web_results=settings.web_results,
+        speculative_web=settings.speculative_web and uses_serpapi(settings),
     )
     stats: TermStats = index if index is not None else FlatStats(term_extractor())
     rewriter: QueryRewriter = LocalKeywordRewriter(term_extractor())
@@ -98,7 +100,19 @@ def build_engine(settings: CragSettings, index: LocalIndex | None) -> CragEngine
         config=config,
         refiner=refiner,
         closers=closers,
+        cache=_cache(settings, index),
     )
+
+
+def _cache(settings: CragSettings, index: LocalIndex | None) -> AnswerCache | None:
+    if settings.cache_ttl <= 0 or settings.cache_size <= 0:
+        return None
+    version = (lambda: index.version) if index is not None else (lambda: "")
+    return AnswerCache(settings.cache_ttl, settings.cache_size, version)
+
+
+def uses_serpapi(settings: CragSettings) -> bool:
+    return settings.web_provider != "off" and bool(settings.serpapi_api_key.get_secret_value())
 
 
 def uses_azure_search(settings: CragSettings) -> bool:
@@ -135,7 +149,6 @@ def azure_search_config(settings: CragSettings) -> AzureSearchConfig | None:
 
 
 def _web_search(settings: CragSettings) -> WebSearch:
-    key = settings.serpapi_api_key
-    if settings.web_provider == "off" or not key.get_secret_value():
+    if not uses_serpapi(settings):
         return WebSearchOff()
-    return SerpApiSearch(key, settings.serpapi_base_url, settings.serpapi_timeout)
+    return SerpApiSearch(settings.serpapi_api_key, settings.serpapi_base_url, settings.serpapi_timeout)

@@ -57,6 +57,10 @@ class CragSettings(BaseSettings):
     refine: bool = Field(default=True, alias="CRAG_REFINE")
     refine_min_chars: int = Field(default=600, ge=0, alias="CRAG_REFINE_MIN_CHARS")
     followups: bool = Field(default=True, alias="CRAG_FOLLOWUPS")
+    # Start the web search while documents are graded (faster web answers, one more search per turn).
+    speculative_web: bool = Field(default=True, alias="CRAG_SPECULATIVE_WEB")
+    cache_ttl: float = Field(default=600.0, ge=0, alias="CRAG_CACHE_TTL")  # seconds; 0 turns the cache off
+    cache_size: int = Field(default=1000, ge=0, alias="CRAG_CACHE_SIZE")
     azure_search_endpoint: str = Field(default="", alias="AZURE_SEARCH_ENDPOINT")
     azure_search_index: str = Field(default="", alias="AZURE_SEARCH_INDEX")
     azure_search_api_key: SecretStr = Field(default=SecretStr(""), alias="AZURE_SEARCH_API_KEY")

@@ -177,3 +177,12 @@ async def test_failed_grading_counts_as_irrelevant(
 def test_settings_reject_inverted_thresholds(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="must not exceed"):
         CragSettings(CRAG_UPPER_THRESHOLD=0.3, CRAG_LOWER_THRESHOLD=0.5)
+
+
+async def test_repeated_question_is_served_from_the_cache(engine: CragEngine) -> None:
+    assert engine.cache is not None
+    first = await engine.run("社員食堂の日替わり定食はいくらですか")
+    hits = engine.cache.stats.hits
+    again = await engine.run("社員食堂の日替わり定食はいくらですか？")
+    assert engine.cache.stats.hits == hits + 1
+    assert again.answer == first.answer and again.id != first.id and "cache" in again.timings_ms

@@ -130,7 +130,7 @@ async def test_malformed_grades_count_as_zero(
     fake: FakeOpenAI, index_dir: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     caplog.set_level(logging.WARNING)
-    fake.failures = ["", *["junk"] * 10]  # the rewrite is fine, then every grade is junk
+    fake.failures = ["", *["junk"] * 40]  # the rewrite is fine, then every grade (and refinement) is junk
     engine = _engine(index_dir, **_openai_env(fake))
     try:
         result = await engine.run("What is the monthly remote work allowance?")

@@ -105,12 +105,20 @@ async def test_correct_branch(services: Services) -> None:
     services.llm.grade_override = lambda q, p: 0.95 if "4,000" in p else 0.1
     result = await _run(build_engine(services.settings(), None), "What is the monthly remote work allowance?")
     assert result.branch is Branch.CORRECT
-    assert result.web.status is WebStatus.NOT_NEEDED and services.serp.queries == []
+    # The speculative web search was started during grading, then dropped: no web sources.
+    assert result.web.status is WebStatus.NOT_NEEDED and all(c.kind == "document" for c in result.citations)
     body = services.search.search_bodies()[-1]
     assert body["queryType"] == "semantic" and body["vectorQueries"][0]["kind"] == "vector"
     assert result.providers["search"] == "azure-search-hybrid+semantic"
     assert result.cited_files == ["remote_work_policy.md"]
     assert services.llm.chats("grade") and services.llm.chats("answer")
+
+
+async def test_correct_branch_without_speculation_never_searches_the_web(services: Services) -> None:
+    services.llm.grade_override = lambda q, p: 0.95 if "4,000" in p else 0.1
+    settings = services.settings(CRAG_SPECULATIVE_WEB=False)
+    result = await _run(build_engine(settings, None), "What is the monthly remote work allowance?")
+    assert result.branch is Branch.CORRECT and services.serp.queries == []
 
 
 async def test_ambiguous_branch(services: Services) -> None:

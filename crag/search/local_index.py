@@ -81,6 +81,7 @@ class LocalIndex:
         self.chunks = chunks
         self.documents = documents
         self.skipped: list[str] = []  # why files were left out, for health and logs
+        self.version = ""  # changes whenever the indexed content does (answer cache keys)
         self._bm25 = bm25
         self._df = doc_freq
         self._n = max(1, len(chunks))
@@ -177,6 +178,7 @@ class LocalIndex:
         documents = len(files) - len(skipped)
         index = cls(chunks, bm25, dict(df), documents, extractor)
         index.skipped = skipped
+        index.version = _version(fingerprint)
         index._save(index_dir, fingerprint, tokens)
         report = BuildReport(
             documents=documents,
@@ -229,6 +231,7 @@ class LocalIndex:
         )
         index = cls(chunks, bm25, df, int(meta["documents"]), term_extractor())
         index.skipped = list(meta.get("skipped", []))
+        index.version = _version(meta["fingerprint"])
         return index
 
     @staticmethod
@@ -258,6 +261,10 @@ class LocalIndex:
             except (OSError, ValueError, KeyError) as exc:
                 log.warning("local index unreadable (%s); rebuilding", exc.__class__.__name__)
         return cls.build(docs_dir, index_dir, max_chars, base_url, progress, max_tokens)
+
+
+def _version(fingerprint: object) -> str:
+    return hashlib.sha1(json.dumps(fingerprint, sort_keys=True).encode()).hexdigest()[:12]
 
 
 def _previous_build(
