@@ -10,10 +10,12 @@ import hashlib
 import json
 import logging
 import math
+import os
 import shutil
 import time
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import quote
@@ -145,6 +147,7 @@ class LocalIndex:
         tokens: list[list[str]] = []
         skipped: list[str] = []
         total_bytes = reused = 0
+        fresh: list[int] = []  # positions of chunks read in this build (their terms still to compute)
         files = discover(docs_dir)
         for i, path in enumerate(files):
             rel = path.relative_to(docs_dir).as_posix()
@@ -166,9 +169,16 @@ class LocalIndex:
             total_bytes += len(doc.text.encode())
             for chunk in chunk_document(doc, max_chars, document_url(base_url, doc.file), max_tokens):
                 chunks.append(chunk)
-                tokens.append(extractor.terms(_indexed_text(chunk)))
+                tokens.append([])
+                fresh.append(len(chunks) - 1)
         if progress:
             progress("", len(files), len(files))
+        # Sudachi releases the GIL while it tokenizes: threads use every core for the bulk of a build.
+        workers = min(4, os.cpu_count() or 1)
+        with ThreadPoolExecutor(workers) as pool:
+            texts = [_indexed_text(chunks[i]) for i in fresh]
+            for i, terms in zip(fresh, pool.map(extractor.terms, texts, chunksize=64), strict=True):
+                tokens[i] = terms
         df: Counter[str] = Counter()
         for toks in tokens:
             df.update(set(toks))

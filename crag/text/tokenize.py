@@ -53,6 +53,7 @@ _CONTRACTION = re.compile(r"'(s|t|re|ve|ll|d|m)$")
 _HIRAGANA_ONLY = re.compile(r"^[\u3040-\u309f]+$")
 # Sudachi refuses inputs over ~49 KB; cut long text at line or sentence ends well below that.
 _MAX_SEGMENT = 4000
+_MEMO_LIMIT = 500_000
 
 
 WordKind = Literal["proper", "noun", "number", "predicate", "affix", "latin"]
@@ -82,6 +83,7 @@ class TermExtractor:
     def __init__(self) -> None:
         self._dictionary = Dictionary(dict="core")
         self._local = threading.local()
+        self._memo: dict[tuple[int, str], tuple[Word, ...]] = {}
 
     def _tokenizer(self) -> Tokenizer:
         tok = getattr(self._local, "tokenizer", None)
@@ -102,19 +104,31 @@ class TermExtractor:
         """Each content word: the term for matching, the keyword for people, and its kind."""
         text = _COMPOUND_PARTICLES.sub("、", unicodedata.normalize("NFKC", text))
         tokenizer = self._tokenizer()
+        memo = self._memo
         out: list[Word] = []
         for segment in _segments(text):
             for m in tokenizer.tokenize(segment):
-                surface, pos = m.surface(), m.part_of_speech()
-                # Sudachi's dictionary holds English phrases ("is it", "New York"): English is
-                # matched word by word, so split them.
-                parts = surface.split() if " " in surface else [surface]
-                for part in parts:
-                    normalized = m.normalized_form() if part == surface else part
-                    word = _word(part, normalized, m.dictionary_form() if part == surface else part, pos)
-                    if word:
-                        out.append(word)
+                surface = m.surface()
+                # The same dictionary entry and surface always give the same words: most of a
+                # corpus is repeats, so remember them (indexing speed is dominated by this loop).
+                key = (m.word_id(), surface)
+                words = memo.get(key)
+                if words is None:
+                    words = _words(surface, m.normalized_form(), m.dictionary_form(), m.part_of_speech())
+                    if len(memo) > _MEMO_LIMIT:
+                        memo.clear()
+                    memo[key] = words
+                out.extend(words)
         return out
+
+
+def _words(surface: str, normalized: str, dictionary: str, pos: tuple[str, ...]) -> tuple[Word, ...]:
+    # Sudachi's dictionary holds English phrases ("is it", "New York"): English is matched word by
+    # word, so split them.
+    if " " not in surface:
+        word = _word(surface, normalized, dictionary, pos)
+        return (word,) if word else ()
+    return tuple(w for part in surface.split() if (w := _word(part, part, part, pos)))
 
 
 def _word(surface: str, normalized: str, dictionary: str, pos: tuple[str, ...]) -> Word | None:
