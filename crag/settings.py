@@ -28,7 +28,7 @@ class CragSettings(BaseSettings):
     upper_threshold: float = Field(default=0.8, ge=0.0, le=1.0, alias="CRAG_UPPER_THRESHOLD")
     lower_threshold: float = Field(default=0.4, ge=0.0, le=1.0, alias="CRAG_LOWER_THRESHOLD")
     top_k: int = Field(default=10, ge=1, le=50, alias="CRAG_TOP_K")
-    grade_concurrency: int = Field(default=5, ge=1, le=64, alias="CRAG_GRADE_CONCURRENCY")
+    grade_concurrency: int = Field(default=10, ge=1, le=64, alias="CRAG_GRADE_CONCURRENCY")
     chunk_max_chars: int = Field(default=1200, ge=200, le=20000, alias="CRAG_CHUNK_MAX_CHARS")
     # Model tokens (o200k_base) per chunk; 0 turns the token cap off.
     chunk_max_tokens: int = Field(default=1000, ge=0, le=8000, alias="CRAG_CHUNK_MAX_TOKENS")
@@ -51,7 +51,7 @@ class CragSettings(BaseSettings):
     openai_embedding_model: str = Field(default="", alias="OPENAI_EMBEDDING_MODEL")
     llm_timeout: float = Field(default=20.0, gt=0, le=300, alias="CRAG_LLM_TIMEOUT")
     llm_max_retries: int = Field(default=2, ge=0, le=10, alias="CRAG_LLM_MAX_RETRIES")
-    llm_concurrency: int = Field(default=5, ge=1, le=64, alias="CRAG_LLM_CONCURRENCY")
+    llm_concurrency: int = Field(default=16, ge=1, le=256, alias="CRAG_LLM_CONCURRENCY")
     grade_batch: bool = Field(default=False, alias="CRAG_GRADE_BATCH")
     grade_batch_size: int = Field(default=5, ge=1, le=20, alias="CRAG_GRADE_BATCH_SIZE")
     refine: bool = Field(default=True, alias="CRAG_REFINE")

@@ -88,26 +88,29 @@ class LlmGrader:
     ) -> None:
         self._llm = llm
         self._fallback = fallback
-        self._semaphore = asyncio.Semaphore(concurrency)
+        self._concurrency = concurrency
         self._batch = batch
         self._batch_size = batch_size
         if batch:
             self.name = "llm-grade-batch"
 
     async def grade(self, question: str, chunks: Sequence[Chunk]) -> list[float]:
+        # The bound is per turn (the client bounds the whole process): one turn's grading must not
+        # queue behind another conversation's.
+        bound = asyncio.Semaphore(self._concurrency)
         try:
             if self._batch:
                 groups = [chunks[i : i + self._batch_size] for i in range(0, len(chunks), self._batch_size)]
-                results = await asyncio.gather(*(self._grade_batch(question, g) for g in groups))
+                results = await asyncio.gather(*(self._grade_batch(question, g, bound) for g in groups))
                 return [s for group in results for s in group]
-            return list(await asyncio.gather(*(self._grade_one(question, c) for c in chunks)))
+            return list(await asyncio.gather(*(self._grade_one(question, c, bound) for c in chunks)))
         except LlmUnavailable as exc:
             log.warning("grading fell back to the local grader: %s", exc)
             trace.current().notice("llm_fallback")
             return await self._fallback.grade(question, chunks)
 
-    async def _grade_one(self, question: str, chunk: Chunk) -> float:
-        async with self._semaphore:
+    async def _grade_one(self, question: str, chunk: Chunk, bound: asyncio.Semaphore) -> float:
+        async with bound:
             reply = await self._llm.chat(
                 prompts.GRADE, f"Question: {question}\n\nPassage:\n<<<\n{passage(chunk)}\n>>>", max_tokens=20
             )
@@ -117,9 +120,11 @@ class LlmGrader:
             return 0.0
         return score
 
-    async def _grade_batch(self, question: str, chunks: Sequence[Chunk]) -> list[float]:
+    async def _grade_batch(
+        self, question: str, chunks: Sequence[Chunk], bound: asyncio.Semaphore
+    ) -> list[float]:
         numbered = "\n\n".join(f"Passage {i + 1}:\n<<<\n{passage(c)}\n>>>" for i, c in enumerate(chunks))
-        async with self._semaphore:
+        async with bound:
             reply = await self._llm.chat(
                 prompts.GRADE_BATCH, f"Question: {question}\n\n{numbered}", max_tokens=20 + 8 * len(chunks)
             )

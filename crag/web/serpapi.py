@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from pydantic import SecretStr
@@ -28,10 +29,15 @@ logging.getLogger("urllib3").setLevel(logging.WARNING)
 class SerpApiSearch:
     name = "serpapi"
 
-    def __init__(self, api_key: SecretStr, base_url: str = "", timeout_s: float = 5.0) -> None:
+    def __init__(
+        self, api_key: SecretStr, base_url: str = "", timeout_s: float = 5.0, workers: int = 32
+    ) -> None:
         self._key = api_key
         self._base_url = base_url.rstrip("/")
         self._timeout = timeout_s
+        # Each search blocks a thread for its whole round trip: the default pool (a few threads on
+        # a small machine) would queue the searches of concurrent turns behind each other.
+        self._pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="serpapi")
 
     async def search(self, query: str, num: int) -> WebOutcome:
         params = {"engine": "google", "q": query, "num": num, "api_key": self._key.get_secret_value()}
@@ -39,7 +45,10 @@ class SerpApiSearch:
             params.update(hl="ja", gl="jp", google_domain="google.co.jp")
         try:
             # The worker thread keeps its own timeout; this one guards against a stuck thread.
-            status, body = await asyncio.wait_for(asyncio.to_thread(self._fetch, params), self._timeout + 2)
+            loop = asyncio.get_running_loop()
+            status, body = await asyncio.wait_for(
+                loop.run_in_executor(self._pool, self._fetch, params), self._timeout + 2
+            )
         except TimeoutError:
             log.warning("web search timed out after %.1fs", self._timeout)
             return _failed("Web search timed out.")

@@ -1,0 +1,137 @@
+"""Many conversations at once against one app process, with the fake services on loopback.
+
+    .venv/bin/python bench/bench_load.py [--conversations 50] [--turns 3] [--llm-ms 300]
+
+Starts the real app (`python app.py`) on fake OpenAI, Azure AI Search and SerpAPI with latency and a
+fake Bot Connector; measures one user asking questions one after another, then N conversations
+asking at the same time. Prints turns per second, p50 / p95 latency, errors, and the p95 ratio.
+The model-call bound is raised for the run (CRAG_LLM_CONCURRENCY): a real deployment sets it to
+what its quota allows.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import aiohttp
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from bench.bench_turns import FIXTURES, settings_for  # noqa: E402
+from bench.latency_fakes import FakeAzureSearch, SlowOpenAI, SlowSerpApi  # noqa: E402
+from crag.ingest.azure_target import ingest_azure  # noqa: E402
+from tests.apprunner import AppProcess  # noqa: E402
+from tests.fakes import FakeConnector, card_of, make_activity  # noqa: E402
+
+
+def questions() -> list[str]:
+    path = ROOT / "tests" / "data" / "sample_questions.jsonl"
+    return [json.loads(line)["question"] for line in path.read_text("utf-8").splitlines() if line.strip()]
+
+
+async def turn(
+    session: aiohttp.ClientSession, app: AppProcess, connector: FakeConnector, conv: str, q: str
+) -> float:
+    activity = make_activity(connector.url, text=q, conversation_id=conv)
+    started = time.perf_counter()
+    async with session.post(app.url + "/api/messages", json=activity) as resp:
+        if resp.status != 201:
+            raise RuntimeError(f"HTTP {resp.status}")
+    elapsed = (time.perf_counter() - started) * 1000
+    replies = [
+        a
+        for a in connector.activities
+        if a.get("replyToId") == activity["id"] or a.get("_path", "").endswith(activity["id"])
+    ]
+    if not any(card_of(a) for a in replies):
+        raise RuntimeError("no answer card")
+    return elapsed
+
+
+def summary(name: str, latencies: list[float], seconds: float, errors: int) -> float:
+    p95 = statistics.quantiles(latencies, n=20)[18] if len(latencies) > 1 else latencies[0]
+    print(
+        f"{name:<24} turns {len(latencies):>4}  {len(latencies) / seconds:>6.1f}/s  "
+        f"p50 {statistics.median(latencies):>6.0f} ms  p95 {p95:>6.0f} ms  errors {errors}"
+    )
+    return p95
+
+
+async def main_async(args: argparse.Namespace) -> None:
+    llm, search, serp = SlowOpenAI(args.llm_ms), FakeAzureSearch(), SlowSerpApi(FIXTURES, args.web_ms)
+    connector = FakeConnector()
+    for server in (llm, search, serp, connector):
+        await server.start()
+    serp.current = "w"
+    settings = settings_for(llm, search, serp)
+    assert await ingest_azure(ROOT / "sample_docs", settings) == 0
+    search.delay_s = args.search_ms / 1000
+    env = {
+        "OPENAI_API_KEY": "bench",
+        "OPENAI_BASE_URL": llm.url + "/v1",
+        "AZURE_SEARCH_ENDPOINT": search.url,
+        "AZURE_SEARCH_API_KEY": search.api_key,
+        "AZURE_SEARCH_INDEX": "bench",
+        "SERPAPI_API_KEY": "bench",
+        "SERPAPI_BASE_URL": serp.url,
+        "CRAG_CACHE_TTL": "0",
+        "CRAG_LLM_CONCURRENCY": "256",
+    }
+    qs = questions()
+    with tempfile.TemporaryDirectory() as tmp:
+        app = AppProcess(Path(tmp), ROOT / "sample_docs", **env)
+        app.start()
+        try:
+            async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=120)) as session:
+                single: list[float] = []
+                started = time.perf_counter()
+                for i in range(args.single):
+                    single.append(await turn(session, app, connector, "single", qs[i % len(qs)]))
+                single_p95 = summary("one user", single, time.perf_counter() - started, 0)
+
+                async def conversation(c: int) -> tuple[list[float], int]:
+                    got, errors = [], 0
+                    for t in range(args.turns):
+                        try:
+                            got.append(
+                                await turn(session, app, connector, f"conv-{c}", qs[(c + t) % len(qs)])
+                            )
+                        except Exception as exc:
+                            errors += 1
+                            print(f"error in conv-{c}: {exc}", file=sys.stderr)
+                    return got, errors
+
+                started = time.perf_counter()
+                results = await asyncio.gather(*(conversation(c) for c in range(args.conversations)))
+                seconds = time.perf_counter() - started
+                many = [x for got, _ in results for x in got]
+                errors = sum(e for _, e in results)
+                many_p95 = summary(f"{args.conversations} conversations", many, seconds, errors)
+                print(f"p95 ratio (concurrent / one user): {many_p95 / single_p95:.2f}")
+        finally:
+            app.stop()
+            for server in (llm, search, serp, connector):
+                await server.stop()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--conversations", type=int, default=50)
+    parser.add_argument("--turns", type=int, default=3)
+    parser.add_argument("--single", type=int, default=20)
+    parser.add_argument("--llm-ms", type=float, default=300)
+    parser.add_argument("--search-ms", type=float, default=50)
+    parser.add_argument("--web-ms", type=float, default=500)
+    asyncio.run(main_async(parser.parse_args()))
+
+
+if __name__ == "__main__":
+    main()
