@@ -22,10 +22,10 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench.latency_fakes import FakeAzureSearch, SlowOpenAI, SlowSerpApi  # noqa: E402
-from crag.factory import build_engine  # noqa: E402
-from crag.ingest.azure_target import ingest_azure  # noqa: E402
-from crag.settings import CragSettings  # noqa: E402
+from bench.latency_fakes import FakeAzureSearch, SlowOpenAI, SlowSerpApi
+from crag.factory import build_engine
+from crag.ingest.azure_target import ingest_azure
+from crag.settings import CragSettings
 
 ROOT = Path(__file__).resolve().parent.parent
 QUESTIONS = {

@@ -12,9 +12,9 @@ from aiohttp import web
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from crag.eval.fake_serpapi import FakeSerpApi  # noqa: E402
-from tests.fake_azure_search import FakeAzureSearch  # noqa: E402
-from tests.fake_openai import FakeOpenAI  # noqa: E402
+from crag.eval.fake_serpapi import FakeSerpApi
+from tests.fake_azure_search import FakeAzureSearch
+from tests.fake_openai import FakeOpenAI
 
 
 class SlowOpenAI(FakeOpenAI):
