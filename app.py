@@ -9,9 +9,11 @@ import asyncio
 import json
 import logging
 import mimetypes
+import re
 import sys
 from pathlib import Path
 
+import jwt
 from aiohttp import web
 from botbuilder.core import ConversationState, Storage, TurnContext, UserState
 from botbuilder.integration.aiohttp import CloudAdapter, ConfigurationBotFrameworkAuthentication
@@ -28,6 +30,7 @@ from webchat import setup_webchat
 log = logging.getLogger("app")
 
 MAX_BODY_BYTES = 1024 * 1024
+_BEARER_JWT = re.compile(r"^Bearer [A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]*$")
 RUNTIME = web.AppKey("runtime", BotRuntime)
 ADAPTER = web.AppKey("adapter", CloudAdapter)
 BOT = web.AppKey("bot", CragBot)
@@ -112,7 +115,15 @@ async def messages(request: web.Request) -> web.StreamResponse:
         return web.json_response({"error": "body is not an activity"}, status=400)
     if not body.get("serviceUrl") or not isinstance(body.get("conversation"), dict):
         return web.json_response({"error": "activity lacks serviceUrl or conversation"}, status=400)
-    response = await request.app[ADAPTER].process(request, request.app[BOT])
+    if request.app[RUNTIME].settings.app_id and not _BEARER_JWT.match(
+        request.headers.get("Authorization", "")
+    ):
+        # The SDK answers a malformed token with 500; a caller without a valid token gets 401.
+        return web.json_response({"error": "a Bot Framework bearer token is required"}, status=401)
+    try:
+        response = await request.app[ADAPTER].process(request, request.app[BOT])
+    except (PermissionError, jwt.PyJWTError):
+        return web.json_response({"error": "invalid bearer token"}, status=401)
     return response or web.Response(status=201)
 
 
