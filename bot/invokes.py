@@ -82,7 +82,11 @@ async def card_action(context: TurnContext, runtime: BotRuntime) -> InvokeRespon
     rating = await rate(context, runtime, action.get("data"), lang, "card-execute")
     if not rating.stored:
         return _card(error_card(rating.message))
-    stored = await runtime.feedback.stored_card(rating.result_id)
+    try:
+        stored = await runtime.feedback.stored_card(rating.result_id)
+    except Exception:
+        log.exception("could not read the stored card of %s", rating.result_id)
+        stored = None
     if stored is None:
         return _card(error_card(rating.message))
     return _card(thanks_card(stored, rating.reaction, rating.lang))

@@ -7,7 +7,13 @@ store never gave (or gave in another conversation) is refused.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import json
+import logging
+import os
+import sqlite3
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from enum import StrEnum
@@ -53,6 +59,8 @@ CREATE TABLE IF NOT EXISTS answer_feedback (
 );
 """
 
+log = logging.getLogger(__name__)
+
 Reaction = Literal["up", "down"]
 
 
@@ -60,6 +68,7 @@ class FeedbackOutcome(StrEnum):
     STORED = "stored"
     UPDATED = "updated"  # the same user changed or repeated their rating
     UNKNOWN_ANSWER = "unknown_answer"
+    PENDING = "pending"  # the database was busy: kept in the fallback file, written later
 
 
 @dataclass(frozen=True)
@@ -69,18 +78,32 @@ class FeedbackReceipt:
 
 
 class FeedbackStore:
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, retries: int = 2) -> None:
         self.path = path
+        # Writes the database refused (locked, disk trouble) wait here, one JSON line each, until
+        # the next successful write or start replays them: an acknowledged rating is never lost.
+        self.pending_path = path.with_name(path.name + ".pending.jsonl")
+        self._retries = retries
         self._db: aiosqlite.Connection | None = None
+        self._replay_lock = asyncio.Lock()
 
     async def open(self) -> None:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._db = await aiosqlite.connect(self.path)
         # WAL: readers (exports, stats) never block the bot's writes.
         await self._db.execute("PRAGMA journal_mode=WAL")
-        await self._db.execute("PRAGMA busy_timeout=5000")
+        # A locked database is retried briefly, then the write goes to the fallback file: a user
+        # must not wait seconds for a thumbs-up to be acknowledged.
+        await self._db.execute("PRAGMA busy_timeout=500")
         await self._db.executescript(_SCHEMA)
+        # Databases created before a column existed get it added (SQLite has no IF NOT EXISTS here).
+        async with self._db.execute("PRAGMA table_info(answers)") as cur:
+            columns = {row[1] for row in await cur.fetchall()}
+        for column in ("message_id", "card_json"):
+            if column not in columns:
+                await self._db.execute(f"ALTER TABLE answers ADD COLUMN {column} TEXT NOT NULL DEFAULT ''")
         await self._db.commit()
+        await self.replay_pending()
 
     async def close(self) -> None:
         if self._db is not None:
@@ -101,24 +124,31 @@ class FeedbackStore:
         channel_id: str,
         card: dict[str, Any] | None = None,
     ) -> None:
+        row = [
+            result.id,
+            result.created_at.isoformat(),
+            conversation_id,
+            user_id,
+            channel_id,
+            result.language,
+            result.question,
+            result.answer,
+            result.branch.value,
+            json.dumps(result.cited_files, ensure_ascii=False),
+            json.dumps(result.web_urls, ensure_ascii=False),
+            json.dumps(card, ensure_ascii=False) if card else "",
+        ]
+        if not await self._with_retries(lambda: self._insert_answer(row)):
+            self._keep_pending({"kind": "answer", "row": row})
+        else:
+            await self.replay_pending()
+
+    async def _insert_answer(self, row: list[str]) -> None:
         await self.db.execute(
             "INSERT OR REPLACE INTO answers (result_id, created_at, conversation_id, user_id, channel_id,"
             " language, question, answer, branch, cited_files, web_urls, card_json)"
             " VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
-            (
-                result.id,
-                result.created_at.isoformat(),
-                conversation_id,
-                user_id,
-                channel_id,
-                result.language,
-                result.question,
-                result.answer,
-                result.branch.value,
-                json.dumps(result.cited_files, ensure_ascii=False),
-                json.dumps(result.web_urls, ensure_ascii=False),
-                json.dumps(card, ensure_ascii=False) if card else "",
-            ),
+            row,
         )
         await self.db.commit()
 
@@ -160,6 +190,36 @@ class FeedbackStore:
         source: str = "card",
         comment: str = "",
     ) -> FeedbackReceipt:
+        args: dict[str, Any] = {
+            "result_id": result_id,
+            "reaction": reaction,
+            "conversation_id": conversation_id,
+            "user_id": user_id,
+            "channel_id": channel_id,
+            "source": source,
+            "comment": comment,
+        }
+        receipts: list[FeedbackReceipt] = []
+
+        async def attempt() -> None:
+            receipts.append(await self._record_feedback(**args))
+
+        if await self._with_retries(attempt):
+            await self.replay_pending()
+            return receipts[-1]
+        self._keep_pending({"kind": "feedback", "args": args})
+        return FeedbackReceipt(FeedbackOutcome.PENDING)
+
+    async def _record_feedback(
+        self,
+        result_id: str,
+        reaction: Reaction,
+        conversation_id: str,
+        user_id: str,
+        channel_id: str,
+        source: str = "card",
+        comment: str = "",
+    ) -> FeedbackReceipt:
         async with self.db.execute(
             "SELECT question, answer, branch, cited_files, language FROM answers "
             "WHERE result_id = ? AND conversation_id = ?",
@@ -186,6 +246,62 @@ class FeedbackStore:
         await self.db.commit()
         outcome = FeedbackOutcome.UPDATED if existed else FeedbackOutcome.STORED
         return FeedbackReceipt(outcome, language)
+
+    async def _with_retries(self, write: Callable[[], Awaitable[None]]) -> bool:
+        """Run a write, retrying while SQLite is busy; False when it still failed."""
+        for attempt in range(self._retries + 1):
+            try:
+                await write()
+                return True
+            except sqlite3.Error as exc:
+                log.warning("feedback database write failed (%s), attempt %d", exc, attempt + 1)
+                with contextlib.suppress(sqlite3.Error):
+                    await self.db.rollback()
+                await asyncio.sleep(0.1 * (2**attempt))
+        return False
+
+    def _keep_pending(self, entry: dict[str, Any]) -> None:
+        entry["kept_at"] = datetime.now(UTC).isoformat()
+        line = json.dumps(entry, ensure_ascii=False) + "\n"
+        with self.pending_path.open("a", encoding="utf-8") as f:
+            f.write(line)
+            f.flush()
+            os.fsync(f.fileno())
+        log.warning("feedback database unavailable: kept a %s in %s", entry["kind"], self.pending_path.name)
+
+    async def replay_pending(self) -> int:
+        """Write what the fallback file holds (answers first, then ratings); returns rows written."""
+        if not self.pending_path.exists():
+            return 0
+        async with self._replay_lock:
+            replaying = self.pending_path.with_suffix(".replaying")
+            if not replaying.exists():
+                if not self.pending_path.exists():
+                    return 0
+                self.pending_path.rename(replaying)
+            entries = [json.loads(line) for line in replaying.read_text("utf-8").splitlines() if line.strip()]
+            entries.sort(key=lambda e: e.get("kind") != "answer")
+            written = 0
+            for entry in entries:
+                try:
+                    if entry["kind"] == "answer":
+                        await self._insert_answer(entry["row"])
+                    else:
+                        receipt = await self._record_feedback(**entry["args"])
+                        if receipt.outcome is FeedbackOutcome.UNKNOWN_ANSWER:
+                            log.warning(
+                                "pending rating for unknown answer %s dropped", entry["args"]["result_id"]
+                            )
+                            continue
+                    written += 1
+                except sqlite3.Error:
+                    with contextlib.suppress(sqlite3.Error):
+                        await self.db.rollback()
+                    self._keep_pending(entry)
+            replaying.unlink()
+        if written:
+            log.info("replayed %d pending feedback writes", written)
+        return written
 
     async def feedback_rows(self) -> list[dict[str, Any]]:
         self.db.row_factory = aiosqlite.Row

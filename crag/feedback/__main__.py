@@ -1,0 +1,124 @@
+"""python -m crag.feedback export [--format csv|jsonl] [--out FILE] | stats [--db FILE]
+
+Reads the feedback database the bot writes (CRAG_FEEDBACK_DB, default data/feedback.sqlite3)
+read-only, so it is safe while the bot runs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import os
+import sqlite3
+import sys
+from collections import Counter
+from pathlib import Path
+from typing import Any, TextIO
+
+from crag.settings import REPO_ROOT
+
+COLUMNS = [
+    "id",
+    "created_at",
+    "updated_at",
+    "result_id",
+    "reaction",
+    "comment",
+    "source",
+    "question",
+    "answer",
+    "branch",
+    "cited_files",
+    "conversation_id",
+    "user_id",
+    "channel_id",
+]
+
+
+def default_db() -> Path:
+    return Path(os.environ.get("CRAG_FEEDBACK_DB") or REPO_ROOT / "data" / "feedback.sqlite3")
+
+
+def read_rows(db: Path) -> list[dict[str, Any]]:
+    if not db.is_file():
+        raise FileNotFoundError(f"feedback database not found: {db}")
+    conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+    try:
+        conn.row_factory = sqlite3.Row
+        return [
+            dict(r) for r in conn.execute(f"SELECT {', '.join(COLUMNS)} FROM answer_feedback ORDER BY id")
+        ]
+    finally:
+        conn.close()
+
+
+def export(rows: list[dict[str, Any]], fmt: str, out: TextIO) -> None:
+    if fmt == "jsonl":
+        for row in rows:
+            out.write(
+                json.dumps({**row, "cited_files": json.loads(row["cited_files"] or "[]")}, ensure_ascii=False)
+            )
+            out.write("\n")
+        return
+    writer = csv.DictWriter(out, fieldnames=COLUMNS)
+    writer.writeheader()
+    writer.writerows(rows)
+
+
+def stats(rows: list[dict[str, Any]]) -> dict[str, dict[str, dict[str, int]]]:
+    by_branch: dict[str, Counter[str]] = {}
+    by_day: dict[str, Counter[str]] = {}
+    for row in rows:
+        by_branch.setdefault(row["branch"], Counter())[row["reaction"]] += 1
+        by_day.setdefault(row["updated_at"][:10], Counter())[row["reaction"]] += 1
+    as_dict = {
+        "by_branch": {k: {"up": v["up"], "down": v["down"]} for k, v in sorted(by_branch.items())},
+        "by_day": {k: {"up": v["up"], "down": v["down"]} for k, v in sorted(by_day.items())},
+    }
+    return as_dict
+
+
+def print_stats(summary: dict[str, dict[str, dict[str, int]]], out: TextIO) -> None:
+    for title, key in (("branch", "by_branch"), ("day", "by_day")):
+        out.write(f"{title:<12} {'👍':>6} {'👎':>6} {'share 👍':>9}\n")
+        for name, counts in summary[key].items():
+            total = counts["up"] + counts["down"]
+            share = counts["up"] / total if total else 0.0
+            out.write(f"{name:<12} {counts['up']:>6} {counts['down']:>6} {share:>9.0%}\n")
+        out.write("\n")
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m crag.feedback", description=__doc__.split("\n\n")[1])
+    parser.add_argument("--db", type=Path, default=None, help="feedback database (default CRAG_FEEDBACK_DB)")
+    commands = parser.add_subparsers(dest="command", required=True)
+    exp = commands.add_parser("export", help="every rating, as CSV or JSON lines")
+    exp.add_argument("--format", choices=("csv", "jsonl"), default="csv")
+    exp.add_argument("--out", type=Path, default=None, help="file to write (default: standard output)")
+    st = commands.add_parser("stats", help="likes and dislikes by branch and by day")
+    st.add_argument("--json", action="store_true", help="machine-readable output")
+    args = parser.parse_args(argv)
+    try:
+        rows = read_rows(args.db or default_db())
+    except (FileNotFoundError, sqlite3.Error) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    if args.command == "export":
+        if args.out:
+            with args.out.open("w", encoding="utf-8", newline="") as f:
+                export(rows, args.format, f)
+            print(f"exported {len(rows)} ratings to {args.out}", file=sys.stderr)
+        else:
+            export(rows, args.format, sys.stdout)
+        return 0
+    summary = stats(rows)
+    if args.json:
+        print(json.dumps(summary, ensure_ascii=False, indent=1))
+    else:
+        print_stats(summary, sys.stdout)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
