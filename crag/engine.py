@@ -13,6 +13,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 
 from crag import trace
+from crag.breaker import CircuitBreaker
 from crag.cache import AnswerCache
 from crag.models import Branch, CragResult, GradedChunk, Turn, WebOutcome, WebStatus
 from crag.protocols import (
@@ -73,6 +74,9 @@ class CragEngine:
         self.refiner: KnowledgeRefiner = refiner or PassThroughRefiner()
         self._closers = list(closers)
         self.cache = cache
+        # A dead index or web search is skipped for a while instead of timing out every turn.
+        self.search_breaker = CircuitBreaker()
+        self.web_breaker = CircuitBreaker()
 
     async def close(self) -> None:
         """Release the providers' connections (LLM and search clients)."""
@@ -187,12 +191,27 @@ class CragEngine:
 
     async def _search_web(self, question: str, history: Sequence[Turn]) -> tuple[str, WebOutcome]:
         query = await self.rewriter.rewrite_for_web(question, history)
-        return query, await self.web.search(query, self.config.web_results)
+        if not self.web_breaker.allow():
+            return query, WebOutcome(
+                status=WebStatus.FAILED, message="Web search is temporarily unavailable."
+            )
+        outcome = await self.web.search(query, self.config.web_results)
+        if outcome.status is WebStatus.FAILED:
+            self.web_breaker.failure()
+        elif outcome.status is WebStatus.OK:
+            self.web_breaker.success()
+        return query, outcome
 
     async def _retrieve(self, query: str, turn: trace.TurnTrace) -> list[GradedChunk]:
+        if not self.search_breaker.allow():
+            turn.notice("search_failed")
+            return []
         try:
-            return await self.retriever.search(query, self.config.top_k)
+            found = await self.retriever.search(query, self.config.top_k)
+            self.search_breaker.success()
+            return found
         except Exception as exc:
+            self.search_breaker.failure()
             # An unreachable index leaves nothing to grade: the turn goes to the web and says why.
             # Only the class name: a client exception can carry a URL with credentials in it.
             log.warning("document search failed (%s); continuing without documents", type(exc).__name__)

@@ -16,6 +16,7 @@ from typing import Any
 import openai
 
 from crag import trace
+from crag.breaker import CircuitBreaker
 from crag.settings import CragSettings
 
 log = logging.getLogger(__name__)
@@ -46,6 +47,7 @@ class LlmClient:
         # Newer models reject max_tokens / temperature; learn that once instead of failing each call.
         self._token_param = "max_tokens"
         self._send_temperature = True
+        self.breaker = CircuitBreaker()
 
     @classmethod
     def from_settings(cls, settings: CragSettings) -> LlmClient | None:
@@ -91,6 +93,8 @@ class LlmClient:
         temperature: float = 0.0,
     ) -> str:
         messages = [{"role": "system", "content": system}, {"role": "user", "content": user}]
+        if not self.breaker.allow():
+            raise LlmUnavailable("circuit open after repeated failures")
         async with self._semaphore:
             for _ in range(3):  # at most two parameter adjustments
                 params: dict[str, Any] = {"model": self.model, "messages": messages, "timeout": self._timeout}
@@ -104,8 +108,10 @@ class LlmClient:
                         continue
                     raise LlmUnavailable(_describe(exc)) from None
                 except openai.OpenAIError as exc:
+                    self.breaker.failure()
                     raise LlmUnavailable(_describe(exc)) from None
                 break
+        self.breaker.success()
         turn = trace.current()
         turn.llm_calls += 1
         if response.usage is not None:
