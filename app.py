@@ -17,13 +17,15 @@ import jwt
 from aiohttp import web
 from botbuilder.core import ConversationState, Storage, TurnContext, UserState
 from botbuilder.integration.aiohttp import CloudAdapter, ConfigurationBotFrameworkAuthentication
-from botbuilder.schema import ActivityTypes
+from botbuilder.schema import Activity, ActivityTypes
+from msrest.exceptions import DeserializationError
 
 from bot.crag_bot import CragBot
 from bot.runtime import BotRuntime
 from bot.state_storage import SqliteStorage, make_storage
 from cards.strings import language_of, t
 from config import BotSettings
+from crag import redact
 from dialogs.main_dialog import MainDialog
 from webchat import setup_webchat
 
@@ -115,6 +117,10 @@ async def messages(request: web.Request) -> web.StreamResponse:
         return web.json_response({"error": "body is not an activity"}, status=400)
     if not body.get("serviceUrl") or not isinstance(body.get("conversation"), dict):
         return web.json_response({"error": "activity lacks serviceUrl or conversation"}, status=400)
+    try:
+        Activity().deserialize(body)
+    except (DeserializationError, ValueError, TypeError, AttributeError):
+        return web.json_response({"error": "body is not a valid activity"}, status=400)
     if request.app[RUNTIME].settings.app_id and not _BEARER_JWT.match(
         request.headers.get("Authorization", "")
     ):
@@ -187,6 +193,7 @@ def main() -> None:
     if not settings.docs_dir.is_dir() and not settings.azure_search_endpoint:
         print(f"documents folder not found: {settings.docs_dir} (set CRAG_DOCS_DIR)", file=sys.stderr)
         raise SystemExit(2)
+    redact.install(redact.secret_values(settings))
     auth = "on" if settings.app_id else "off (Emulator / local)"
     log.info("starting on http://%s:%d/api/messages, auth %s", settings.bind_host, settings.port, auth)
     log.info("documents: %s", Path(settings.docs_dir).resolve())
