@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import statistics
 import sys
 import tempfile
@@ -56,6 +57,11 @@ async def turn(
     return elapsed
 
 
+def cpu_seconds(pid: int) -> float:
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def summary(name: str, latencies: list[float], seconds: float, errors: int) -> float:
     p95 = statistics.quantiles(latencies, n=20)[18] if len(latencies) > 1 else latencies[0]
     print(
@@ -84,11 +90,14 @@ async def main_async(args: argparse.Namespace) -> None:
         "SERPAPI_BASE_URL": serp.url,
         "CRAG_CACHE_TTL": "0",
         "CRAG_LLM_CONCURRENCY": "256",
+        "CRAG_GRADE_BATCH": "true" if args.batch else "false",
     }
     qs = questions()
     with tempfile.TemporaryDirectory() as tmp:
         app = AppProcess(Path(tmp), ROOT / "sample_docs", **env)
         app.start()
+        assert app.proc is not None
+        print(f"app pid {app.proc.pid}", flush=True)
         try:
             async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=120)) as session:
                 single: list[float] = []
@@ -109,13 +118,20 @@ async def main_async(args: argparse.Namespace) -> None:
                             print(f"error in conv-{c}: {exc}", file=sys.stderr)
                     return got, errors
 
+                assert app.proc is not None
+                cpu_before = cpu_seconds(app.proc.pid)
                 started = time.perf_counter()
                 results = await asyncio.gather(*(conversation(c) for c in range(args.conversations)))
                 seconds = time.perf_counter() - started
+                cpu = cpu_seconds(app.proc.pid) - cpu_before
                 many = [x for got, _ in results for x in got]
                 errors = sum(e for _, e in results)
                 many_p95 = summary(f"{args.conversations} conversations", many, seconds, errors)
                 print(f"p95 ratio (concurrent / one user): {many_p95 / single_p95:.2f}")
+                print(
+                    f"app CPU: {cpu:.1f} s over {seconds:.1f} s = {cpu / seconds:.0%} of a core, "
+                    f"{cpu * 1000 / max(1, len(many)):.0f} ms per turn"
+                )
         finally:
             app.stop()
             for server in (llm, search, serp, connector):
@@ -130,6 +146,7 @@ def main() -> None:
     parser.add_argument("--llm-ms", type=float, default=300)
     parser.add_argument("--search-ms", type=float, default=50)
     parser.add_argument("--web-ms", type=float, default=500)
+    parser.add_argument("--batch", action="store_true", help="grade five chunks per model call")
     asyncio.run(main_async(parser.parse_args()))
 
 

@@ -99,7 +99,7 @@ async def main_async(args: argparse.Namespace) -> None:
         # Ingest (embeddings need none: keyword mode), then add the search latency.
         assert await ingest_azure(ROOT / "sample_docs", base) == 0
         search.delay_s = args.search_ms / 1000
-        optimized = await measure(base, args.n, llm)
+        optimized = await measure(settings_for(llm, search, serp, CRAG_GRADE_BATCH=args.batch), args.n, llm)
         sequential = await measure(
             settings_for(llm, search, serp, CRAG_GRADE_CONCURRENCY=1, CRAG_SPECULATIVE_WEB=False), args.n, llm
         )
@@ -134,6 +134,7 @@ def main() -> None:
     parser.add_argument("--per-token-ms", type=float, default=0)
     parser.add_argument("--search-ms", type=float, default=50)
     parser.add_argument("--web-ms", type=float, default=500)
+    parser.add_argument("--batch", action="store_true", help="grade five chunks per model call")
     asyncio.run(main_async(parser.parse_args()))
 
 

@@ -14,6 +14,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 import openai
+from openai.types.chat import ChatCompletion
 
 from crag import trace
 from crag.breaker import CircuitBreaker
@@ -97,12 +98,24 @@ class LlmClient:
             raise LlmUnavailable("circuit open after repeated failures")
         async with self._semaphore:
             for _ in range(3):  # at most two parameter adjustments
-                params: dict[str, Any] = {"model": self.model, "messages": messages, "timeout": self._timeout}
-                params[self._token_param] = max_tokens
+                body: dict[str, Any] = {
+                    "model": self.model,
+                    "messages": messages,
+                    self._token_param: max_tokens,
+                }
                 if self._send_temperature:
-                    params["temperature"] = temperature
+                    body["temperature"] = temperature
                 try:
-                    response = await self._client.chat.completions.create(**params)
+                    # The SDK's typed create() re-validates every parameter through typing
+                    # introspection, which costs more CPU than the rest of a turn under load; the
+                    # body is plain JSON we build ourselves, so post it as is (same retries,
+                    # timeouts, authentication and Azure deployment routing).
+                    response = await self._client.post(
+                        "/chat/completions",
+                        body=body,
+                        cast_to=ChatCompletion,
+                        options={"timeout": self._timeout},
+                    )
                 except openai.BadRequestError as exc:
                     if self._adjust(exc):
                         continue
