@@ -3,4 +3,6 @@
 set -euo pipefail
 cd "$(dirname "$0")"
 source scripts/bootstrap.sh requirements.txt
+# The Web Chat bundle for /chat (npm ci, skipped once installed); the bot starts even if this fails.
+scripts/webchat_install.sh || echo "warning: Web Chat bundle not installed; /chat will say how to fix it" >&2
 exec python app.py "$@"

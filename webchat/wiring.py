@@ -1,0 +1,130 @@
+"""setup_webchat(): the one call app.py makes to add the chat page, the token endpoint and, in the
+unauthenticated local mode, the local Direct Line with its connector routes."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+from aiohttp import web
+
+from config import BotSettings
+from crag.settings import REPO_ROOT
+from webchat.accesslog import quiet_access_log
+from webchat.bridge import BotBridge, TurnLogic, TurnProcessor
+from webchat.connector_api import PREFIX as CONNECTOR_PREFIX
+from webchat.connector_api import connector_app
+from webchat.cors import Cors
+from webchat.directline_api import PREFIX as DIRECTLINE_PREFIX
+from webchat.directline_api import directline_app
+from webchat.limits import LocalLimits
+from webchat.local_directline import LocalDirectLine
+from webchat.page import DEFAULT_BUNDLE, ChatPage
+from webchat.ratelimit import RateLimiter
+from webchat.token_api import PATH as TOKEN_PATH
+from webchat.token_api import TokenApi
+from webchat.token_exchange import DirectLineTokenClient
+
+log = logging.getLogger(__name__)
+
+LOCAL_DIRECTLINE = web.AppKey("webchat_local_directline", LocalDirectLine)
+TOKEN_EXCHANGE = web.AppKey("webchat_token_exchange", DirectLineTokenClient)
+SWEEPER: web.AppKey[asyncio.Task[None]] = web.AppKey("webchat_sweeper")
+
+HINT = {
+    "ja": "社内の規程・手続き・制度について日本語か英語で質問してください。"
+    "回答カードの 👍 / 👎 で評価できます。",
+    "en": "Ask about company policies, procedures and benefits, in Japanese or English. "
+    "Rate each answer card with 👍 / 👎.",
+}
+# Shown only on the bundled sample documents, which they are about.
+SAMPLE_EXAMPLES = ["有給休暇の繰越しは最大何日までできますか？", "How many days a week can I work from home?"]
+
+
+def setup_webchat(
+    app: web.Application,
+    settings: BotSettings,
+    adapter: TurnProcessor,
+    logic: TurnLogic,
+    *,
+    limits: LocalLimits | None = None,
+    bundle: Path = DEFAULT_BUNDLE,
+    monotonic: Callable[[], float] = time.monotonic,
+    wall_clock: Callable[[], float] = time.time,
+) -> None:
+    """Register GET /chat, POST /api/directline/token and (local mode) /v3/directline on `app`.
+
+    `adapter` and `logic` are the app's CloudAdapter and the bot's on_turn: local Direct Line
+    conversations run through the very same bot as /api/messages. The keyword arguments are for tests.
+    """
+    secret = settings.direct_line_secret.get_secret_value()
+    cors = Cors.from_setting(settings.webchat_allowed_origins)
+    exchange = DirectLineTokenClient(settings.direct_line_endpoint, secret) if secret else None
+    local: LocalDirectLine | None = None
+    # The local Direct Line runs turns without authentication, so it exists only while the bot has
+    # none (no app id): an authenticated bot uses Azure's Direct Line channel and its secret.
+    if not secret and not settings.app_id:
+        local = LocalDirectLine(BotBridge(adapter, logic), settings.bot_name, limits, monotonic, wall_clock)
+        app.add_subapp(DIRECTLINE_PREFIX, directline_app(local, cors, settings.port))
+        app.add_subapp(CONNECTOR_PREFIX, connector_app(local))
+        app[LOCAL_DIRECTLINE] = local
+        quiet_access_log()
+
+    # The page may call the Direct Line its tokens name: Azure's, or this app under PUBLIC_BASE_URL.
+    origins = tuple(_origin(u) for u in (settings.direct_line_endpoint, settings.public_base_url) if u)
+    ChatPage(settings.bot_name, _page_config(settings), bundle, origins).register(app)
+    per_second = settings.webchat_tokens_per_minute / 60
+    limiter = RateLimiter(per_second, burst=min(settings.webchat_tokens_per_minute, 5), clock=monotonic)
+    TokenApi(cors, limiter, exchange, local, settings.public_base_url).register(app)
+    if exchange is not None:
+        app[TOKEN_EXCHANGE] = exchange
+    app.on_startup.append(_start_sweeper)
+    app.on_cleanup.append(_close)
+
+    mode = (
+        "Azure Direct Line" if exchange else "local Direct Line" if local else "off (set DIRECT_LINE_SECRET)"
+    )
+    log.info("Web Chat at /chat, tokens at %s: %s", TOKEN_PATH, mode)
+
+
+def _page_config(settings: BotSettings) -> dict[str, Any]:
+    samples = settings.docs_dir.resolve() == (REPO_ROOT / "sample_docs").resolve()
+    return {"tokenUrl": TOKEN_PATH, "hint": HINT, "examples": SAMPLE_EXAMPLES if samples else []}
+
+
+def _origin(url: str) -> str:
+    parsed = urlsplit(url)
+    return f"{parsed.scheme}://{parsed.netloc}" if parsed.scheme and parsed.netloc else ""
+
+
+async def _start_sweeper(app: web.Application) -> None:
+    local = app.get(LOCAL_DIRECTLINE)
+    if local is not None:
+        app[SWEEPER] = asyncio.create_task(_sweep_forever(local))
+
+
+async def _sweep_forever(local: LocalDirectLine) -> None:
+    # Idle conversations are also dropped when touched; this frees the ones nobody comes back to.
+    while True:
+        await asyncio.sleep(local.limits.sweep_seconds)
+        local.sweep()
+
+
+async def _close(app: web.Application) -> None:
+    sweeper = app.get(SWEEPER)
+    if sweeper is not None:
+        sweeper.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await sweeper
+    local = app.get(LOCAL_DIRECTLINE)
+    if local is not None:
+        await local.close()
+    exchange = app.get(TOKEN_EXCHANGE)
+    if exchange is not None:
+        await exchange.close()
