@@ -52,6 +52,10 @@ class BotSettings(CragSettings):
     # Origins allowed to call the token and local Direct Line endpoints from another site (comma-separated).
     webchat_allowed_origins: str = Field(default="", alias="WEBCHAT_ALLOWED_ORIGINS")
 
+    # Where inbound tokens' signing keys are published. Empty: the public Bot Framework cloud. Set for
+    # a sovereign or private cloud (and, in tests, a local OpenID endpoint with its own keys).
+    openid_metadata_url: str = Field(default="", alias="BOT_OPENID_METADATA_URL")
+
     app_id: str = Field(default="", alias="MicrosoftAppId")
     app_password: SecretStr = Field(default=SecretStr(""), alias="MicrosoftAppPassword")
     app_type: str = Field(default="MultiTenant", alias="MicrosoftAppType")
@@ -75,9 +79,20 @@ class BotSettings(CragSettings):
 
     def bot_framework_config(self) -> SimpleNamespace:
         """The attribute names ConfigurationBotFrameworkAuthentication reads."""
-        return SimpleNamespace(
+        config = SimpleNamespace(
             APP_ID=self.app_id,
             APP_PASSWORD=self.app_password.get_secret_value(),
             APP_TYPE=self.app_type,
             APP_TENANTID=self.app_tenant_id,
         )
+        if self.openid_metadata_url:
+            # Any of these switches the SDK to its "parameterized" authentication, which then needs
+            # all of them: the public cloud's values, except where the keys come from.
+            config.TO_BOT_FROM_CHANNEL_OPENID_METADATA_URL = self.openid_metadata_url
+            config.TO_BOT_FROM_EMULATOR_OPENID_METADATA_URL = self.openid_metadata_url
+            config.TO_CHANNEL_FROM_BOT_LOGIN_URL = "https://login.microsoftonline.com/botframework.com"
+            config.TO_CHANNEL_FROM_BOT_OAUTH_SCOPE = "https://api.botframework.com"
+            config.TO_BOT_FROM_CHANNEL_TOKEN_ISSUER = "https://api.botframework.com"
+            config.OAUTH_URL = "https://api.botframework.com"
+            config.CALLER_ID = "urn:botframework:azure"
+        return config
