@@ -6,11 +6,11 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-import aiosqlite
 import jsonpickle
 from botbuilder.core import MemoryStorage, Storage
 
 from config import BotSettings
+from crag.sqlite_file import SqliteFile
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS bot_state (
@@ -22,33 +22,17 @@ CREATE TABLE IF NOT EXISTS bot_state (
 """
 
 
-class SqliteStorage(Storage):
+class SqliteStorage(SqliteFile, Storage):
     """botbuilder's Storage over one SQLite table. Values are stored as jsonpickle, like the SDK's
     Blob storage does, so dialog state objects round-trip; e_tag gives optimistic concurrency."""
 
     def __init__(self, path: Path) -> None:
-        super().__init__()
-        self.path = path
-        self._db: aiosqlite.Connection | None = None
+        SqliteFile.__init__(self, path, busy_timeout_ms=5000)
 
     async def open(self) -> None:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._db = await aiosqlite.connect(self.path)
-        await self._db.execute("PRAGMA journal_mode=WAL")
-        await self._db.execute("PRAGMA busy_timeout=5000")
-        await self._db.execute(_SCHEMA)
-        await self._db.commit()
-
-    async def close(self) -> None:
-        if self._db is not None:
-            await self._db.close()
-            self._db = None
-
-    @property
-    def db(self) -> aiosqlite.Connection:
-        if self._db is None:
-            raise RuntimeError("state storage is not open")
-        return self._db
+        db = await self.connect()
+        await db.execute(_SCHEMA)
+        await db.commit()
 
     async def read(self, keys: list[str]) -> dict[str, Any]:
         if not keys:

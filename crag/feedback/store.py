@@ -23,6 +23,7 @@ from typing import Any, Literal
 import aiosqlite
 
 from crag.models import CragResult
+from crag.sqlite_file import SqliteFile
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS answers (
@@ -77,24 +78,20 @@ class FeedbackReceipt:
     language: str = ""  # the rated answer's language, to acknowledge in kind
 
 
-class FeedbackStore:
+class FeedbackStore(SqliteFile):
     def __init__(self, path: Path, retries: int = 2) -> None:
-        self.path = path
+        # A locked database is retried briefly, then the write goes to the fallback file: a user
+        # must not wait seconds for a thumbs-up to be acknowledged.
+        super().__init__(path, busy_timeout_ms=500)
         # Writes the database refused (locked, disk trouble) wait here, one JSON line each, until
         # the next successful write or start replays them: an acknowledged rating is never lost.
         self.pending_path = path.with_name(path.name + ".pending.jsonl")
         self._retries = retries
-        self._db: aiosqlite.Connection | None = None
         self._replay_lock = asyncio.Lock()
 
     async def open(self) -> None:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._db = await aiosqlite.connect(self.path)
-        # WAL: readers (exports, stats) never block the bot's writes.
-        await self._db.execute("PRAGMA journal_mode=WAL")
-        # A locked database is retried briefly, then the write goes to the fallback file: a user
-        # must not wait seconds for a thumbs-up to be acknowledged.
-        await self._db.execute("PRAGMA busy_timeout=500")
+        await self.connect()
+        assert self._db is not None
         await self._db.executescript(_SCHEMA)
         # Databases created before a column existed get it added (SQLite has no IF NOT EXISTS here).
         async with self._db.execute("PRAGMA table_info(answers)") as cur:
@@ -104,17 +101,6 @@ class FeedbackStore:
                 await self._db.execute(f"ALTER TABLE answers ADD COLUMN {column} TEXT NOT NULL DEFAULT ''")
         await self._db.commit()
         await self.replay_pending()
-
-    async def close(self) -> None:
-        if self._db is not None:
-            await self._db.close()
-            self._db = None
-
-    @property
-    def db(self) -> aiosqlite.Connection:
-        if self._db is None:
-            raise RuntimeError("feedback store is not open")
-        return self._db
 
     async def record_answer(
         self,
