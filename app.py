@@ -16,10 +16,11 @@ from pathlib import Path
 import jwt
 from aiohttp import web
 from botbuilder.core import ConversationState, Storage, TurnContext, UserState
-from botbuilder.integration.aiohttp import CloudAdapter, ConfigurationBotFrameworkAuthentication
+from botbuilder.integration.aiohttp import CloudAdapter
 from botbuilder.schema import Activity, ActivityTypes
 from msrest.exceptions import DeserializationError
 
+from bot.connector_cache import CachingAuthentication
 from bot.crag_bot import CragBot
 from bot.runtime import BotRuntime
 from bot.state_storage import SqliteStorage, make_storage
@@ -41,7 +42,7 @@ STORAGE = web.AppKey("storage", Storage)
 
 def create_app(settings: BotSettings) -> web.Application:
     runtime = BotRuntime(settings)
-    adapter = CloudAdapter(ConfigurationBotFrameworkAuthentication(settings.bot_framework_config()))
+    adapter = CloudAdapter(CachingAuthentication(settings.bot_framework_config()))
     adapter.on_turn_error = _on_turn_error
     storage = make_storage(settings)
     conversation_state = ConversationState(storage)
