@@ -161,8 +161,11 @@ class CragEngine:
 
             await stage("writing")
             with clock("refine"):
-                refined = {g.chunk.id: g for g in (await refining)[0]}
-                knowledge = [refined[g.chunk.id] for g in kept if g.chunk.id in refined]
+                # Refined texts, on the kept chunks with their final grades (refining started before them).
+                refined = {g.chunk.id: g.chunk for g in (await refining)[0]}
+                knowledge = [
+                    g.model_copy(update={"chunk": refined[g.chunk.id]}) for g in kept if g.chunk.id in refined
+                ]
                 _, web_knowledge = await self.refiner.refine(question, [], web.results)
         finally:
             if speculative is not None and not speculative.done():
