@@ -133,6 +133,7 @@ class LocalIndex:
         base_url: str = "",
         progress: Callable[[str, int, int], None] | None = None,
         max_tokens: int = 0,
+        fingerprint: dict[str, object] | None = None,
     ) -> tuple[LocalIndex, BuildReport]:
         """Build the index; files whose content hash is unchanged since the last build are reused
         as they were (chunks and terms), so re-ingesting a large folder only reads what changed."""
@@ -140,7 +141,7 @@ class LocalIndex:
         if not docs_dir.is_dir():
             raise FileNotFoundError(f"documents folder not found: {docs_dir}")
         extractor = term_extractor()
-        fingerprint = _fingerprint(docs_dir, max_chars, base_url, max_tokens)
+        fingerprint = fingerprint or _fingerprint(docs_dir, max_chars, base_url, max_tokens)
         hashes: dict[str, str] = fingerprint["files"]  # type: ignore[assignment]
         previous = _previous_build(index_dir, fingerprint)
         chunks: list[Chunk] = []
@@ -245,14 +246,12 @@ class LocalIndex:
         return index
 
     @staticmethod
-    def is_current(
-        docs_dir: Path, index_dir: Path, max_chars: int, base_url: str, max_tokens: int = 0
-    ) -> bool:
+    def is_current(index_dir: Path, fingerprint: dict[str, object]) -> bool:
         try:
             meta = json.loads((index_dir / "manifest.json").read_text("utf-8"))
         except (OSError, ValueError):
             return False
-        return bool(meta.get("fingerprint") == _fingerprint(docs_dir, max_chars, base_url, max_tokens))
+        return bool(meta.get("fingerprint") == fingerprint)
 
     @classmethod
     def open(
@@ -265,12 +264,14 @@ class LocalIndex:
         max_tokens: int = 0,
     ) -> tuple[LocalIndex, BuildReport | None]:
         """Load the index if it matches the documents, otherwise (re)build it."""
-        if cls.is_current(docs_dir, index_dir, max_chars, base_url, max_tokens):
+        # Hashing every file is the costly part of the check: do it once, for the check and the build.
+        fingerprint = _fingerprint(docs_dir, max_chars, base_url, max_tokens) if docs_dir.is_dir() else None
+        if fingerprint is not None and cls.is_current(index_dir, fingerprint):
             try:
                 return cls.load(index_dir), None
             except (OSError, ValueError, KeyError) as exc:
                 log.warning("local index unreadable (%s); rebuilding", exc.__class__.__name__)
-        return cls.build(docs_dir, index_dir, max_chars, base_url, progress, max_tokens)
+        return cls.build(docs_dir, index_dir, max_chars, base_url, progress, max_tokens, fingerprint)
 
 
 def _version(fingerprint: object) -> str:
