@@ -25,6 +25,8 @@ from typing import Any, ClassVar
 
 from aiohttp import web
 
+from crag.eval.loopback import serve_on_loopback
+
 _INDEX_PATH = re.compile(r"^/indexes\('(?P<name>[^']+)'\)(?P<rest>/.*)?$")
 _KEY = re.compile(r"^[A-Za-z0-9_\-=]{1,1024}$")
 DEFAULT_TOP = 50
@@ -63,12 +65,7 @@ class FakeAzureSearch:
     async def start(self) -> str:
         app = web.Application(client_max_size=64 * 1024 * 1024)
         app.router.add_route("*", "/{tail:.*}", self._dispatch)
-        self._runner = web.AppRunner(app, access_log=None)
-        await self._runner.setup()
-        site = web.TCPSite(self._runner, "127.0.0.1", 0)
-        await site.start()
-        port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
-        self.url = f"http://127.0.0.1:{port}"
+        self._runner, self.url = await serve_on_loopback(app)
         return self.url
 
     async def stop(self) -> None:

@@ -18,6 +18,7 @@ from typing import Any
 from aiohttp import web
 
 from crag.eval.judges import JUDGE
+from crag.eval.loopback import serve_on_loopback
 from crag.llm import prompts
 from crag.messages import REFUSAL
 
@@ -51,11 +52,7 @@ class FakeOpenAI:
         app.router.add_post("/v1/embeddings", self._embeddings)
         app.router.add_post("/openai/deployments/{deployment}/chat/completions", self._chat)
         app.router.add_post("/openai/deployments/{deployment}/embeddings", self._embeddings)
-        self._runner = web.AppRunner(app, access_log=None)
-        await self._runner.setup()
-        site = web.TCPSite(self._runner, "127.0.0.1", 0)
-        await site.start()
-        self.url = f"http://127.0.0.1:{site._server.sockets[0].getsockname()[1]}"  # type: ignore[union-attr]
+        self._runner, self.url = await serve_on_loopback(app)
         return self.url
 
     async def stop(self) -> None:

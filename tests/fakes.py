@@ -8,6 +8,8 @@ from typing import Any
 
 from aiohttp import web
 
+from crag.eval.loopback import serve_on_loopback
+
 
 class FakeConnector:
     """Plays the Emulator's side: receives the bot's replies at {serviceUrl}/v3/conversations/..."""
@@ -23,12 +25,7 @@ class FakeConnector:
         app.router.add_post("/v3/conversations/{conversation}/activities", self._post)
         app.router.add_post("/v3/conversations/{conversation}/activities/{reply_to}", self._post)
         app.router.add_put("/v3/conversations/{conversation}/activities/{activity}", self._post)
-        self._runner = web.AppRunner(app, access_log=None)
-        await self._runner.setup()
-        site = web.TCPSite(self._runner, "127.0.0.1", 0)
-        await site.start()
-        port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
-        self.url = f"http://127.0.0.1:{port}"
+        self._runner, self.url = await serve_on_loopback(app)
 
     async def stop(self) -> None:
         if self._runner:

@@ -19,6 +19,7 @@ import pytest
 from aiohttp import web
 from cryptography.hazmat.primitives.asymmetric import rsa
 
+from crag.eval.loopback import serve_on_loopback
 from tests.apprunner import AppProcess
 from tests.conftest import SAMPLE_DOCS
 from tests.fakes import FakeConnector, make_activity
@@ -42,11 +43,7 @@ class FakeOpenId:
         app = web.Application()
         app.router.add_get("/openid", self._metadata)
         app.router.add_get("/keys", self._keys)
-        self._runner = web.AppRunner(app, access_log=None)
-        await self._runner.setup()
-        site = web.TCPSite(self._runner, "127.0.0.1", 0)
-        await site.start()
-        self.url = f"http://127.0.0.1:{site._server.sockets[0].getsockname()[1]}"  # type: ignore[union-attr]
+        self._runner, self.url = await serve_on_loopback(app)
 
     async def stop(self) -> None:
         if self._runner:

@@ -11,6 +11,7 @@ import pytest
 from aiohttp import web
 from pydantic import SecretStr
 
+from crag.eval.loopback import serve_on_loopback
 from crag.models import WebStatus
 from crag.web.serpapi import SerpApiSearch
 
@@ -54,12 +55,8 @@ async def serve() -> AsyncIterator[Callable[[Handler], Awaitable[Server]]]:
         server = Server(handler)
         app = web.Application()
         app.router.add_get("/search", server._serve)
-        runner = web.AppRunner(app, access_log=None)
-        await runner.setup()
-        site = web.TCPSite(runner, "127.0.0.1", 0)
-        await site.start()
+        runner, server.url = await serve_on_loopback(app)
         runners.append(runner)
-        server.url = f"http://127.0.0.1:{site._server.sockets[0].getsockname()[1]}"  # type: ignore[union-attr]
         return server
 
     yield start

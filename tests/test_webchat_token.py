@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 from aiohttp import web
 
+from crag.eval.loopback import serve_on_loopback
 from tests.apprunner import free_port
 from tests.webchat_helpers import bearer, webchat_app
 
@@ -28,12 +29,8 @@ class FakeTokenService:
     async def start(self) -> None:
         app = web.Application()
         app.router.add_post("/v3/directline/tokens/generate", self._generate)
-        self._runner = web.AppRunner(app, access_log=None)
-        await self._runner.setup()
-        site = web.TCPSite(self._runner, "127.0.0.1", 0)
-        await site.start()
-        port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
-        self.url = f"http://127.0.0.1:{port}/v3/directline"
+        self._runner, base = await serve_on_loopback(app)
+        self.url = f"{base}/v3/directline"
 
     async def stop(self) -> None:
         if self._runner:

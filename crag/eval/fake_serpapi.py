@@ -13,6 +13,8 @@ from typing import Any
 
 from aiohttp import web
 
+from crag.eval.loopback import serve_on_loopback
+
 
 def _bigrams(text: str) -> set[str]:
     text = "".join(unicodedata.normalize("NFKC", text).lower().split())
@@ -32,14 +34,7 @@ class FakeSerpApi:
         app = web.Application()
         app.router.add_get("/search", self._search)
         app.router.add_get("/search.json", self._search)
-        self._runner = web.AppRunner(app, access_log=None)
-        await self._runner.setup()
-        site = web.TCPSite(self._runner, "127.0.0.1", 0)
-        await site.start()
-        server = site._server
-        assert server is not None and server.sockets  # type: ignore[attr-defined]
-        port = server.sockets[0].getsockname()[1]  # type: ignore[attr-defined]
-        self.url = f"http://127.0.0.1:{port}"
+        self._runner, self.url = await serve_on_loopback(app)
         return self.url
 
     async def stop(self) -> None:
