@@ -26,7 +26,7 @@ import aiohttp
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from bench.bench_turns import FIXTURES, settings_for  # noqa: E402
+from bench.bench_turns import FIXTURES, service_env, settings_for  # noqa: E402
 from bench.latency_fakes import FakeAzureSearch, SlowOpenAI, SlowSerpApi  # noqa: E402
 from crag.ingest.azure_target import ingest_azure  # noqa: E402
 from tests.apprunner import AppProcess  # noqa: E402
@@ -81,14 +81,7 @@ async def main_async(args: argparse.Namespace) -> None:
     assert await ingest_azure(ROOT / "sample_docs", settings) == 0
     search.delay_s = args.search_ms / 1000
     env = {
-        "OPENAI_API_KEY": "bench",
-        "OPENAI_BASE_URL": llm.url + "/v1",
-        "AZURE_SEARCH_ENDPOINT": search.url,
-        "AZURE_SEARCH_API_KEY": search.api_key,
-        "AZURE_SEARCH_INDEX": "bench",
-        "SERPAPI_API_KEY": "bench",
-        "SERPAPI_BASE_URL": serp.url,
-        "CRAG_CACHE_TTL": "0",
+        **service_env(llm, search, serp),
         "CRAG_LLM_CONCURRENCY": "256",
         "CRAG_GRADE_BATCH": "true" if args.batch else "false",
     }

@@ -44,8 +44,9 @@ FIXTURES = {
 }
 
 
-def settings_for(llm: SlowOpenAI, search: FakeAzureSearch, serp: SlowSerpApi, **extra: Any) -> CragSettings:
-    env: dict[str, Any] = {
+def service_env(llm: SlowOpenAI, search: FakeAzureSearch, serp: SlowSerpApi) -> dict[str, str]:
+    """The settings (as environment variables) that point the bot at the fakes."""
+    return {
         "OPENAI_API_KEY": "bench",
         "OPENAI_BASE_URL": llm.url + "/v1",
         "AZURE_SEARCH_ENDPOINT": search.url,
@@ -53,8 +54,14 @@ def settings_for(llm: SlowOpenAI, search: FakeAzureSearch, serp: SlowSerpApi, **
         "AZURE_SEARCH_INDEX": "bench",
         "SERPAPI_API_KEY": "bench",
         "SERPAPI_BASE_URL": serp.url,
+        "CRAG_CACHE_TTL": "0",
+    }
+
+
+def settings_for(llm: SlowOpenAI, search: FakeAzureSearch, serp: SlowSerpApi, **extra: Any) -> CragSettings:
+    env: dict[str, Any] = {
+        **service_env(llm, search, serp),
         "CRAG_REFINE": False,  # both flows without refinement: the comparison is about the flow
-        "CRAG_CACHE_TTL": 0,
         "CRAG_TOP_K": 10,
     }
     env.update(extra)
