@@ -10,7 +10,7 @@ import pytest
 from crag.engine import CragEngine, EngineConfig, decide
 from crag.factory import build_engine, open_local_index
 from crag.messages import REFUSAL
-from crag.models import Branch, Chunk, GradedChunk, WebStatus
+from crag.models import Branch, Chunk, GradedChunk, WebResult, WebStatus
 from crag.settings import CragSettings
 
 DOCS = {
@@ -186,3 +186,35 @@ async def test_repeated_question_is_served_from_the_cache(engine: CragEngine) ->
     again = await engine.run("社員食堂の日替わり定食はいくらですか？")
     assert engine.cache.stats.hits == hits + 1
     assert again.answer == first.answer and again.id != first.id and "cache" in again.timings_ms
+
+
+async def test_web_snippet_is_quoted_whole_with_the_answer_beside_the_matching_sentence(
+    engine: CragEngine,
+) -> None:
+    # The sentence that repeats the question is not the one holding the answer: a snippet is
+    # short enough to quote whole, so the answer before it comes along.
+    snippet = (
+        "The building was completed in 1931 after only 410 days of work. "
+        "Its observation deck on the 86th floor welcomes visitors every day of the year."
+    )
+    long_snippet = "Unrelated filler sentence about weather. " * 10 + "Observation decks close at midnight."
+    answer = await engine.generator.generate(
+        "When was the building with the 86th floor observation deck completed?",
+        "en",
+        [],
+        [
+            WebResult(title="Tower - Wikipedia", url="https://example.org/tower", snippet=snippet),
+            WebResult(title="Decks", url="https://example.org/decks", snippet=long_snippet),
+        ],
+    )
+    assert "1931" in answer.text and "86th floor" in answer.text
+    assert answer.citations[0].url == "https://example.org/tower"
+    # A page text longer than any snippet is still cut into sentences.
+    answer = await engine.generator.generate(
+        "When do observation decks close?",
+        "en",
+        [],
+        [WebResult(title="Decks", url="https://example.org/d", snippet=long_snippet)],
+    )
+    assert answer.text.startswith("Observation decks close at midnight.")
+    assert "weather" not in answer.text

@@ -19,6 +19,9 @@ from crag.text.question import asks_for_number, has_number
 from crag.text.sentences import split_sentences
 from crag.text.stats import TermStats
 
+# Search engines cut snippets at about 300-320 characters.
+WHOLE_SNIPPET_MAX = 320
+
 
 @dataclass
 class _Candidate:
@@ -88,7 +91,15 @@ class ExtractiveComposer:
             citation = Citation(number=0, kind="web", title=w.title, url=w.url, excerpt=w.snippet[:160])
             sources.append(_Source(citation, 0.6))
             context = frozenset(self._index.terms(w.title))
-            candidates.extend(self._sentences(query, w.snippet, context, len(sources) - 1, 0.6, wants_number))
+            sentences = self._sentences(query, w.snippet, context, len(sources) - 1, 0.6, wants_number)
+            if sentences and len(w.snippet) <= WHOLE_SNIPPET_MAX:
+                # A snippet is already the search engine's excerpt around the match, and its answer
+                # often sits in the sentence before or after the one that repeats the question:
+                # quote it whole rather than cut it into sentences.
+                best = max(c.score for c in sentences)
+                candidates.append(_Candidate(w.snippet.strip(), len(sources) - 1, 0, best))
+            else:
+                candidates.extend(sentences)
         return sources, candidates
 
     def _sentences(
