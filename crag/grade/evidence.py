@@ -59,6 +59,7 @@ class Features:
     number_wanted: bool  # the question asks when / how many / how much
     number_found: bool  # ... and the window holds a number
     phrases: float  # share of the question's adjacent term pairs found side by side in the window
+    framing: float  # share of the question's weight found in the title and headers alone
 
     def vector(self) -> list[float]:
         type_signal = 0.0 if not self.number_wanted else (1.0 if self.number_found else -1.0)
@@ -69,6 +70,7 @@ class Features:
             math.log1p(self.window_missing),
             type_signal,
             self.phrases,
+            self.framing,
         ]
 
 
@@ -99,7 +101,7 @@ def found(query: WeightedQuery, spans: list[Span]) -> float:
 
 def features(query: WeightedQuery, chunk: ChunkSpans, number_wanted: bool) -> Features:
     if not query or query.total <= 0:
-        return Features(0.0, 0.0, 0.0, 0.0, number_wanted, False, 0.0)
+        return Features(0.0, 0.0, 0.0, 0.0, number_wanted, False, 0.0, 0.0)
     sentences = list(chunk.sentences) or [Span.of([], "")]
     overall = found(query, [chunk.context, *sentences])
     best_mass, best_number, best_phrases = -1.0, False, 0.0
@@ -117,6 +119,7 @@ def features(query: WeightedQuery, chunk: ChunkSpans, number_wanted: bool) -> Fe
         number_wanted=number_wanted,
         number_found=best_number,
         phrases=best_phrases,
+        framing=found(query, [chunk.context]) / query.total,
     )
 
 

@@ -2,13 +2,15 @@
 
 Evidence is lexical (see evidence.py): how much of the question's information the chunk holds,
 overall and within its best two-sentence window, in relative and absolute terms, and whether that
-window holds a number when the question asks for one. Question terms are weighted by corpus idf,
+window holds a number when the question asks for one, and how much of the question the chunk's
+title and headers name on their own. Question terms are weighted by corpus idf,
 word kind and general-language rarity, so a question about a subject the documents never mention
 scores low even when its everyday words match.
 
-A logistic model turns the features into the odds that the chunk answers the question; its weights
-were fitted on the JSQuAD and SQuAD development sets (bench/fit_grader.py) and are general lexical
-weights, not tied to those documents. The logit is then mapped onto the rubric so that scores
+A logistic model turns the features into the odds that the question can be answered from the
+chunk; its weights were fitted on the JSQuAD and SQuAD development sets (bench/fit_grader.py), on
+the one chunk per question that routing looks at, and are general lexical weights, not tied to
+those documents. The logit is then mapped onto the rubric so that scores
 >= 0.8 mean "answers it" and < 0.4 "does not"; the band between is kept narrow because a grader that
 hedges sends answerable questions to the web.
 """
@@ -27,12 +29,13 @@ from crag.text.sentences import split_sentences
 from crag.text.stats import TermStats
 
 # Logistic weights for Features.vector() = [coverage, window, log1p(window_mass),
-# log1p(window_missing), number_signal, phrases], then the bias.
-WEIGHTS: tuple[float, ...] = (2.167, 1.188, 2.638, -0.159, -0.226, 1.290)
-BIAS: float = -5.196
+# log1p(window_missing), number_signal, phrases, framing], then the bias. The logit is the
+# log-odds that the question can be answered from the chunk (bench/fit_grader.py).
+WEIGHTS: tuple[float, ...] = (1.683, 1.171, 2.683, -2.376, -0.320, 1.709, 1.813)
+BIAS: float = -1.343
 # Logits at which the score reaches the upper (0.8) and lower (0.4) thresholds of the rubric.
-LOGIT_UPPER: float = -1.40
-LOGIT_LOWER: float = -1.90
+LOGIT_UPPER: float = 0.10
+LOGIT_LOWER: float = -0.10
 
 
 def logit(f: Features) -> float:
@@ -40,12 +43,14 @@ def logit(f: Features) -> float:
 
 
 def calibrate(z: float) -> float:
-    """Monotone map of the logit onto 0..1 with LOGIT_LOWER -> 0.4 and LOGIT_UPPER -> 0.8."""
-    # score = sigmoid(a * (z - c)); solve a, c from the two anchor points.
-    lo, hi = math.log(0.4 / 0.6), math.log(0.8 / 0.2)
-    a = (hi - lo) / (LOGIT_UPPER - LOGIT_LOWER)
-    c = LOGIT_LOWER - lo / a
-    return 1.0 / (1.0 + math.exp(-max(-50.0, min(50.0, a * (z - c)))))
+    """Monotone map of the logit onto 0..1: LOGIT_LOWER -> 0.4 and LOGIT_UPPER -> 0.8, linear
+    between them, and tails that approach 0 and 1 one logit unit at a time, so grades stay spread
+    over the rubric rather than piling up at 0 and 1 when the ambiguous band is narrow."""
+    if z >= LOGIT_UPPER:
+        return 0.8 + 0.2 * (1.0 - math.exp(-min(50.0, z - LOGIT_UPPER)))
+    if z <= LOGIT_LOWER:
+        return 0.4 * math.exp(max(-50.0, z - LOGIT_LOWER))
+    return 0.4 + 0.4 * (z - LOGIT_LOWER) / (LOGIT_UPPER - LOGIT_LOWER)
 
 
 class LocalGrader:
