@@ -31,6 +31,11 @@ class Chunk(BaseModel):
     def header_path(self) -> str:
         return " > ".join(self.headers)
 
+    @property
+    def framed_text(self) -> str:
+        """The heading path, then the body: what the index searches and graders and models read."""
+        return "\n".join([*dict.fromkeys(self.headers), self.text])
+
 
 class GradedChunk(BaseModel):
     chunk: Chunk

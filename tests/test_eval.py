@@ -21,6 +21,7 @@ REQUIRED = [
     "retrieval.recall_at_10",
     "retrieval.mrr_at_10",
     "retrieval.answer_recall_at_5",
+    "retrieval.answer_recall_at_5_body",
     "routing.accuracy",
     "routing.in_corpus_internal",
     "routing.withheld_web",
@@ -116,8 +117,17 @@ def test_normalized_containment() -> None:
 
 def test_retrieval_metrics() -> None:
     records = [
-        _rec(retrieved_files=["a.md", "b.md"], retrieved_texts=["the answer is 42", "x"]),
-        _rec(retrieved_files=["b.md", "c.md", "a.md"], retrieved_texts=["x", "y", "z"]),
+        _rec(
+            retrieved_files=["a.md", "b.md"],
+            retrieved_texts=["the answer is 42", "x"],
+            retrieved_bodies=["the answer is 42", "x"],
+        ),
+        # The answer is only in the heading path of a chunk (the document is titled "42").
+        _rec(
+            retrieved_files=["b.md", "c.md", "a.md"],
+            retrieved_texts=["x", "y", "42\nz"],
+            retrieved_bodies=["x", "y", "z"],
+        ),
         _rec(retrieved_files=["b.md"], retrieved_texts=["x"]),
         _rec(in_corpus=False, gold_file=None, expected_branch="incorrect", branch="incorrect"),
     ]
@@ -126,7 +136,8 @@ def test_retrieval_metrics() -> None:
     assert m["retrieval.recall_at_1"] == pytest.approx(1 / 3)
     assert m["retrieval.recall_at_5"] == pytest.approx(2 / 3)
     assert m["retrieval.mrr_at_10"] == pytest.approx((1 + 1 / 3 + 0) / 3)
-    assert m["retrieval.answer_recall_at_5"] == pytest.approx(1 / 3)
+    assert m["retrieval.answer_recall_at_5"] == pytest.approx(2 / 3)
+    assert m["retrieval.answer_recall_at_5_body"] == pytest.approx(1 / 3)
 
 
 def test_routing_and_answer_metrics() -> None:

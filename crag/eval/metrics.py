@@ -23,7 +23,8 @@ class Record(BaseModel):
     answer: str
     cited_files: list[str]
     retrieved_files: list[str]  # files of the retrieved chunks, in rank order, before grading
-    retrieved_texts: list[str]  # the same chunks' texts
+    retrieved_texts: list[str]  # the same chunks' texts, heading path included (Chunk.framed_text)
+    retrieved_bodies: list[str] = []  # the same without the heading path
     latency_ms: float
     scores: list[float] = []  # grades of the retrieved chunks, for threshold sweeps
     near: bool = False  # withheld, but the corpus may partly answer it
@@ -52,9 +53,17 @@ def mrr_at(records: Sequence[Record], k: int) -> float:
     return _mean(ranks)
 
 
-def answer_recall_at(records: Sequence[Record], k: int) -> float:
+def answer_recall_at(records: Sequence[Record], k: int, body_only: bool = False) -> float:
     rows = [r for r in records if r.in_corpus]
-    return _mean([any(contains_any(t, r.answers) for t in r.retrieved_texts[:k]) for r in rows])
+    return _mean(
+        [
+            any(
+                contains_any(t, r.answers)
+                for t in (r.retrieved_bodies if body_only else r.retrieved_texts)[:k]
+            )
+            for r in rows
+        ]
+    )
 
 
 def percentile(values: Sequence[float], q: float) -> float:
@@ -79,6 +88,9 @@ def compute_metrics(records: Sequence[Record]) -> dict[str, float]:
         "retrieval.recall_at_10": recall_at(records, 10),
         "retrieval.mrr_at_10": mrr_at(records, 10),
         "retrieval.answer_recall_at_5": answer_recall_at(records, 5),
+        # Answers that only the heading names (a document's title is often the answer to "what is
+        # this called?") count above, as the heading is part of the chunk; here they do not.
+        "retrieval.answer_recall_at_5_body": answer_recall_at(records, 5, body_only=True),
         "routing.accuracy": _mean([r.branch == r.expected_branch for r in records]),
         "routing.accuracy_excluding_near": _mean(
             [r.branch == r.expected_branch for r in records if not r.near]

@@ -20,7 +20,7 @@ from crag.eval.judges import available_judges
 from crag.eval.metrics import Record, compute_metrics
 from crag.factory import build_engine, open_local_index
 from crag.llm.client import LlmClient
-from crag.models import CragResult
+from crag.models import CragResult, GradedChunk
 from crag.settings import CragSettings
 
 
@@ -81,9 +81,8 @@ async def evaluate(
     return metrics, records
 
 
-def _retrieved(result: CragResult) -> list[tuple[str, str, float]]:
-    ranked = sorted(result.graded, key=lambda g: -g.retrieval_score)
-    return [(g.chunk.file, g.chunk.text, g.score) for g in ranked]
+def _retrieved(result: CragResult) -> list[GradedChunk]:
+    return sorted(result.graded, key=lambda g: -g.retrieval_score)
 
 
 def _record(q: Question, result: CragResult, latency_ms: float) -> Record:
@@ -96,10 +95,11 @@ def _record(q: Question, result: CragResult, latency_ms: float) -> Record:
         branch=result.branch.value,
         answer=result.answer,
         cited_files=result.cited_files,
-        retrieved_files=[file for file, _, _ in retrieved],
-        retrieved_texts=[text for _, text, _ in retrieved],
+        retrieved_files=[g.chunk.file for g in retrieved],
+        retrieved_texts=[g.chunk.framed_text for g in retrieved],
+        retrieved_bodies=[g.chunk.text for g in retrieved],
         latency_ms=latency_ms,
-        scores=[score for _, _, score in retrieved],
+        scores=[g.score for g in retrieved],
         near=bool(q.answer_near_in_corpus),
     )
 

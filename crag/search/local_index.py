@@ -177,7 +177,8 @@ class LocalIndex:
         # Sudachi releases the GIL while it tokenizes: threads use every core for the bulk of a build.
         workers = min(4, os.cpu_count() or 1)
         with ThreadPoolExecutor(workers) as pool:
-            texts = [_indexed_text(chunks[i]) for i in fresh]
+            # Title and section headers are searchable: questions name the subject the body leaves implicit.
+            texts = [chunks[i].framed_text for i in fresh]
             for i, terms in zip(fresh, pool.map(extractor.terms, texts, chunksize=64), strict=True):
                 tokens[i] = terms
         df: Counter[str] = Counter()
@@ -301,8 +302,3 @@ def _previous_build(
         if file_hash is not None:
             out.setdefault(chunk.file, (file_hash, []))[1].append((chunk, terms))
     return out
-
-
-def _indexed_text(chunk: Chunk) -> str:
-    # Title and section headers are searchable: questions name the subject the body leaves implicit.
-    return "\n".join([*dict.fromkeys(chunk.headers), chunk.text])
