@@ -218,3 +218,34 @@ async def test_web_snippet_is_quoted_whole_with_the_answer_beside_the_matching_s
     )
     assert answer.text.startswith("Observation decks close at midnight.")
     assert "weather" not in answer.text
+
+
+async def test_extract_names_the_subject_a_quoted_sentence_leaves_out(engine: CragEngine) -> None:
+    def graded(title: str, text: str, ordinal: int) -> GradedChunk:
+        chunk = Chunk(id=f"{title}-{ordinal}", file=f"{title}.md", title=title, headers=[title], text=text)
+        return GradedChunk(chunk=chunk, score=0.9, kept=True)
+
+    # Wikipedia-style: the article names its subject in the title only.
+    answer = await engine.generator.generate(
+        "ミッテルランド運河が市内を走るドイツの都市は？",
+        "ja",
+        [graded("ハノーファー", "ライネ川沿いに位置し、ミッテルランド運河が市内を走る交通の要所である。", 0)],
+        [],
+    )
+    assert answer.text.startswith("【ハノーファー】ライネ川沿い")
+    # A sentence that names the subject itself gets no lead-in; a web page's site name is dropped.
+    answer = await engine.generator.generate(
+        "When did the tower open to visitors on the observation deck?",
+        "en",
+        [graded("Tower", "The Tower opened its observation deck to visitors in 1931.", 0)],
+        [
+            WebResult(
+                title="Harbour Bridge - Wikipedia",
+                url="https://example.org/bridge",
+                snippet="It opened to visitors in 1932, a year after the observation deck of the tower.",
+            )
+        ],
+    )
+    assert answer.text.startswith("The Tower opened")
+    assert "Harbour Bridge — It opened" in answer.text
+    assert "Wikipedia" not in answer.text

@@ -7,6 +7,8 @@ answer stays short, and cite where each came from.
 
 from __future__ import annotations
 
+import re
+import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
@@ -58,12 +60,18 @@ class ExtractiveComposer:
         if not chosen:
             return GeneratedAnswer(text=REFUSAL[language], refused=True)
         numbers: dict[int, int] = {}
-        parts: list[str] = []
         for cand in chosen:  # best sentence first: its source is [1]
             numbers.setdefault(cand.source, len(numbers) + 1)
         # Reading order: by citation number, then by position inside the source.
-        for cand in sorted(chosen, key=lambda c: (numbers[c.source], c.order)):
-            parts.append(f"{cand.text} [{numbers[cand.source]}]")
+        ordered = sorted(chosen, key=lambda c: (numbers[c.source], c.order))
+        parts: list[str] = []
+        named: set[str] = set()
+        for src in sorted(numbers, key=numbers.__getitem__):
+            texts = [c.text for c in ordered if c.source == src]
+            subject = _subject(sources[src].citation, texts, language, named)
+            parts.extend(
+                f"{subject if i == 0 else ''}{text} [{numbers[src]}]" for i, text in enumerate(texts)
+            )
         citations = [
             sources[src].citation.model_copy(update={"number": n})
             for src, n in sorted(numbers.items(), key=lambda kv: kv[1])
@@ -146,6 +154,29 @@ class ExtractiveComposer:
                 if len(chosen) == 3 or cand in runner_up:
                     break
         return chosen
+
+
+# A page title's trailing site name: "RKBラジオ - Wikipedia", "Pricing | Contoso".
+_SITE_SUFFIX = re.compile(r"\s+[-|–—]\s+[^-|–—]{1,40}$")
+
+
+def _subject(citation: Citation, texts: list[str], language: Literal["ja", "en"], named: set[str]) -> str:
+    """The source's title as a lead-in, when the quoted sentences do not name it themselves and the
+    answer has not named it yet.
+
+    Documents state their subject once, in the title, and then leave it out ("Lies on the Leine
+    and is a transport hub."): without the title, a quoted sentence does not say what it is about.
+    """
+    title = citation.title.strip()
+    if citation.kind == "web":
+        title = _SITE_SUFFIX.sub("", title)
+    key = unicodedata.normalize("NFKC", title).lower()
+    if not title or len(title) > 60 or key in named:
+        return ""
+    named.add(key)
+    if key in unicodedata.normalize("NFKC", "".join(texts)).lower():
+        return ""
+    return f"【{title}】" if language == "ja" else f"{title} — "
 
 
 def _trim(text: str, max_chars: int) -> str:
