@@ -98,44 +98,66 @@ def question_logits(w: np.ndarray, rows: Rows) -> np.ndarray:
     return np.array(out)
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser()
-    parser.add_argument("datasets", nargs="+", type=Path)
-    parser.add_argument("--band", type=float, default=0.5, help="logit width of the ambiguous band")
-    parser.add_argument("--table", action="store_true", help="print accuracy for a range of anchors")
-    args = parser.parse_args()
-    with tempfile.TemporaryDirectory() as tmp:
-        data = {d.name: asyncio.run(collect(d, Path(tmp))) for d in args.datasets}
+def accuracy(z: np.ndarray, inside: np.ndarray, upper: float, band: float) -> float:
+    """Routing accuracy: answerable questions at or above upper, the others below upper - band."""
+    return float((((z >= upper) & inside).sum() + ((z < upper - band) & ~inside).sum()) / len(z))
+
+
+def train(data: dict[str, Rows], band: float) -> tuple[np.ndarray, float]:
+    """Weights, then the upper anchor maximising the mean routing accuracy over the datasets."""
     x = np.array([v for rows in data.values() for _, chunks in rows for v, _ in chunks])
     y = np.array([p for rows in data.values() for _, chunks in rows for _, p in chunks], dtype=float)
     w = refit_on_best_chunks(fit(x, y), [row for rows in data.values() for row in rows])
     logits = {name: question_logits(w, rows) for name, rows in data.items()}
     inside = {name: np.array([r[0] for r in rows]) for name, rows in data.items()}
-    best = (-1.0, 0.0, [0.0])
-    for upper in np.arange(-4.0, 2.0, 0.05):
-        lower = upper - args.band
-        accs = [
-            float((((z >= upper) & inside[n]).sum() + ((z < lower) & ~inside[n]).sum()) / len(z))
-            for n, z in logits.items()
-        ]
-        if sum(accs) / len(accs) > best[0]:
-            best = (sum(accs) / len(accs), float(upper), accs)
-    _, upper, accs = best
+    uppers = np.arange(-4.0, 4.0, 0.05)
+    means = [np.mean([accuracy(logits[n], inside[n], u, band) for n in data]) for u in uppers]
+    return w, float(uppers[int(np.argmax(means))])
+
+
+def cross_validate(data: dict[str, Rows], band: float, folds: int) -> dict[str, float]:
+    """Routing accuracy on questions the fit never saw: each question is held out once."""
+    rng = np.random.default_rng(0)
+    fold_of = {name: rng.integers(0, folds, len(rows)) for name, rows in data.items()}
+    hits = {name: 0.0 for name in data}
+    for k in range(folds):
+        seen = {n: [r for r, f in zip(rows, fold_of[n], strict=True) if f != k] for n, rows in data.items()}
+        held = {n: [r for r, f in zip(rows, fold_of[n], strict=True) if f == k] for n, rows in data.items()}
+        w, upper = train(seen, band)
+        for n, rows in held.items():
+            if rows:
+                z = question_logits(w, rows)
+                hits[n] += accuracy(z, np.array([r[0] for r in rows]), upper, band) * len(rows)
+    return {n: hits[n] / len(rows) for n, rows in data.items()}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("datasets", nargs="+", type=Path)
+    parser.add_argument("--band", type=float, default=0.2, help="logit width of the ambiguous band")
+    parser.add_argument("--table", action="store_true", help="print accuracy for a range of anchors")
+    parser.add_argument(
+        "--cv", type=int, default=0, metavar="K", help="also report K-fold cross-validated accuracy"
+    )
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        data = {d.name: asyncio.run(collect(d, Path(tmp))) for d in args.datasets}
+    w, upper = train(data, args.band)
+    logits = {name: question_logits(w, rows) for name, rows in data.items()}
+    inside = {name: np.array([r[0] for r in rows]) for name, rows in data.items()}
     print(f"WEIGHTS = ({', '.join(f'{v:.3f}' for v in w[:-1])})")
     print(f"BIAS = {w[-1]:.3f}")
     print(f"LOGIT_UPPER = {upper:.2f}")
     print(f"LOGIT_LOWER = {upper - args.band:.2f}")
-    for name, acc in zip(logits, accs, strict=True):
-        print(f"routing accuracy {name}: {acc:.3f}")
+    for name, z in logits.items():
+        print(f"routing accuracy {name}: {accuracy(z, inside[name], upper, args.band):.3f}")
+    if args.cv > 1:
+        for name, acc in cross_validate(data, args.band, args.cv).items():
+            print(f"routing accuracy {name}, {args.cv}-fold cross-validated: {acc:.3f}")
     if args.table:
-        for upper in np.arange(-2.0, 2.0, 0.1):
-            lower = upper - args.band
-            row = [
-                float((((z >= upper) & inside[n]).sum() + ((z < lower) & ~inside[n]).sum()) / len(z))
-                for n, z in logits.items()
-            ]
-            cells = "  ".join(f"{n} {a:.3f}" for n, a in zip(logits, row, strict=True))
-            print(f"upper {upper:6.2f}: {cells}")
+        for u in np.arange(-2.0, 2.0, 0.1):
+            cells = "  ".join(f"{n} {accuracy(z, inside[n], u, args.band):.3f}" for n, z in logits.items())
+            print(f"upper {u:6.2f}: {cells}")
 
 
 if __name__ == "__main__":
