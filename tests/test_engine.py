@@ -249,3 +249,24 @@ async def test_extract_names_the_subject_a_quoted_sentence_leaves_out(engine: Cr
     assert answer.text.startswith("The Tower opened")
     assert "Harbour Bridge — It opened" in answer.text
     assert "Wikipedia" not in answer.text
+
+
+async def test_long_sentence_is_cut_to_the_clauses_around_the_question_terms(engine: CragEngine) -> None:
+    from crag.generate.extractive import ExtractiveComposer
+
+    composer = ExtractiveComposer(engine.retriever._index, max_chars=140)  # type: ignore[attr-defined]
+    sentence = (
+        "In its early years the firm grew slowly, opened offices in several cities, hired new staff, "
+        "and in 1998 the founders named Alice Smith the first chief executive, after which revenue "
+        "rose steadily, new products appeared every year, and the board expanded to twelve members."
+    )
+    chunk = Chunk(id="firm-0", file="firm.md", title="Firm", headers=["Firm"], text=sentence)
+    answer = await composer.generate(
+        "Who did the founders name as the first chief executive?",
+        "en",
+        [GradedChunk(chunk=chunk, score=0.9, kept=True)],
+        [],
+    )
+    assert "Alice Smith the first chief executive" in answer.text
+    assert "…" in answer.text and "twelve members" not in answer.text
+    assert len(answer.text) <= 140  # title lead-in and citation marker included

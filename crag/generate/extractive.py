@@ -21,6 +21,12 @@ from crag.text.question import asks_for_number, has_number
 from crag.text.sentences import split_sentences
 from crag.text.stats import TermStats
 
+# A clause ends at a comma, semicolon or colon (Japanese or Latin), which stays with it.
+_CLAUSE = re.compile(r"(?<=[,;:、，；：])")
+# Below this many characters of budget, a cut-down sentence says too little to be worth adding.
+MIN_EXCERPT = 60
+# What a quoted passage adds besides its text: " [n]" and the space joining it to the next.
+_MARKER_COST = 5
 # Search engines cut snippets at about 300-320 characters.
 WHOLE_SNIPPET_MAX = 320
 
@@ -31,6 +37,7 @@ class _Candidate:
     source: int  # index into the sources list
     order: int  # position inside its source, to keep reading order
     score: float
+    whole: bool = False  # a whole web snippet rather than one sentence
 
 
 @dataclass
@@ -56,7 +63,7 @@ class ExtractiveComposer:
     ) -> GeneratedAnswer:
         query = weighted_query(self._index.words(question), self._index.idf)
         sources, candidates = self._candidates(query, question, chunks, web)
-        chosen = self._choose(candidates)
+        chosen = self._choose(query, candidates, sources)
         if not chosen:
             return GeneratedAnswer(text=REFUSAL[language], refused=True)
         numbers: dict[int, int] = {}
@@ -105,7 +112,7 @@ class ExtractiveComposer:
                 # often sits in the sentence before or after the one that repeats the question:
                 # quote it whole rather than cut it into sentences.
                 best = max(c.score for c in sentences)
-                candidates.append(_Candidate(w.snippet.strip(), len(sources) - 1, 0, best))
+                candidates.append(_Candidate(w.snippet.strip(), len(sources) - 1, 0, best, whole=True))
             else:
                 candidates.extend(sentences)
         return sources, candidates
@@ -133,31 +140,87 @@ class ExtractiveComposer:
             out.append(_Candidate(sentence, source, order, max(score, 0.0)))
         return out
 
-    def _choose(self, candidates: list[_Candidate]) -> list[_Candidate]:
+    def _choose(
+        self, query: WeightedQuery, candidates: list[_Candidate], sources: list[_Source]
+    ) -> list[_Candidate]:
         """The best sentence, the one after it (answers often follow the sentence that matches the
-        question), then the next best sentence, as long as the answer stays within the budget."""
+        question), then the next best sentence, as long as the answer, citation markers and source
+        titles included, stays within the budget. A sentence too long for what is left is cut down
+        to the clauses around its question terms."""
         if not candidates:
             return []
         ranked = sorted(candidates, key=lambda c: -c.score)
         best = ranked[0]
         if best.score <= 0:
             return []
-        best.text = _trim(best.text, self._max_chars)
+        titled: set[int] = set()
+
+        def overhead(cand: _Candidate) -> int:  # " [n]" and the joiner, and the source's lead-in once
+            lead = 0 if cand.source in titled else len(_display_title(sources[cand.source].citation)) + 3
+            return _MARKER_COST + lead
+
+        budget = self._max_chars - overhead(best)
+        if not best.whole:  # a snippet (at most WHOLE_SNIPPET_MAX) is quoted whole or not at all
+            best.text = self._compress(query, best, max(budget, MIN_EXCERPT))
         chosen = [best]
-        budget = self._max_chars - len(best.text)
+        budget -= len(best.text)
+        titled.add(best.source)
         following = [c for c in candidates if c.source == best.source and c.order == best.order + 1]
         runner_up = [c for c in ranked[1:] if c.score > 0 and c.score >= 0.5 * best.score]
         for cand in following[:1] + runner_up:
-            if cand not in chosen and len(cand.text) + 5 <= budget:
-                chosen.append(cand)
-                budget -= len(cand.text) + 5
-                if len(chosen) == 3 or cand in runner_up:
-                    break
+            if cand in chosen:
+                continue
+            room = budget - overhead(cand)
+            if len(cand.text) > room:
+                if room < MIN_EXCERPT or cand.whole:
+                    continue
+                cand.text = self._compress(query, cand, room)
+                if len(cand.text) > room:
+                    continue
+            chosen.append(cand)
+            budget = room - len(cand.text)
+            titled.add(cand.source)
+            if len(chosen) == 3 or cand in runner_up:
+                break
         return chosen
+
+    def _compress(self, query: WeightedQuery, cand: _Candidate, limit: int) -> str:
+        """A long sentence cut down to the run of clauses around the one holding most question
+        terms (answers sit next to the words the question repeats), with … marking the cuts."""
+        text = cand.text
+        if len(text) <= limit:
+            return text
+        clauses = [c for c in _CLAUSE.split(text) if c.strip()]
+        if len(clauses) < 2:
+            return _trim(text, limit)
+        cover = [query.coverage(frozenset(self._index.terms(c))) for c in clauses]
+        start = end = max(range(len(clauses)), key=lambda i: (cover[i], -i))
+        if cover[start] <= 0 or len(clauses[start]) + 2 > limit:
+            return _trim(text, limit)
+        size = len(clauses[start]) + 2  # room for an ellipsis at each end
+        while True:  # grow to the right first: the answer more often follows the question's words
+            if end + 1 < len(clauses) and size + len(clauses[end + 1]) <= limit:
+                end += 1
+                size += len(clauses[end])
+            elif start > 0 and size + len(clauses[start - 1]) <= limit:
+                start -= 1
+                size += len(clauses[start])
+            else:
+                break
+        excerpt = "".join(clauses[start : end + 1]).strip()
+        return ("…" if start > 0 else "") + excerpt + ("…" if end + 1 < len(clauses) else "")
 
 
 # A page title's trailing site name: "RKBラジオ - Wikipedia", "Pricing | Contoso".
 _SITE_SUFFIX = re.compile(r"\s+[-|–—]\s+[^-|–—]{1,40}$")
+
+
+def _display_title(citation: Citation) -> str:
+    """The title a passage from this source may be led with ("" when none fits)."""
+    title = citation.title.strip()
+    if citation.kind == "web":
+        title = _SITE_SUFFIX.sub("", title)
+    return title if len(title) <= 60 else ""
 
 
 def _subject(citation: Citation, texts: list[str], language: Literal["ja", "en"], named: set[str]) -> str:
@@ -167,11 +230,9 @@ def _subject(citation: Citation, texts: list[str], language: Literal["ja", "en"]
     Documents state their subject once, in the title, and then leave it out ("Lies on the Leine
     and is a transport hub."): without the title, a quoted sentence does not say what it is about.
     """
-    title = citation.title.strip()
-    if citation.kind == "web":
-        title = _SITE_SUFFIX.sub("", title)
+    title = _display_title(citation)
     key = unicodedata.normalize("NFKC", title).lower()
-    if not title or len(title) > 60 or key in named:
+    if not title or key in named:
         return ""
     named.add(key)
     if key in unicodedata.normalize("NFKC", "".join(texts)).lower():
