@@ -233,22 +233,41 @@ async def test_extract_names_the_subject_a_quoted_sentence_leaves_out(engine: Cr
         [],
     )
     assert answer.text.startswith("【ハノーファー】ライネ川沿い")
-    # A sentence that names the subject itself gets no lead-in; a web page's site name is dropped.
+    # A sentence that names the subject itself gets no lead-in, nor does a web page's site name.
     answer = await engine.generator.generate(
-        "When did the tower open to visitors on the observation deck?",
+        "豊岡市の年間の平均降雪量は？",
+        "ja",
+        [],
+        [
+            WebResult(
+                title="豊岡市 - Wikipedia",
+                url="https://example.org/toyooka",
+                snippet="豊岡市の年間平均降雪量は312cmである。",
+            ),
+            WebResult(
+                title="気候 | 天気の百科",
+                url="https://example.org/kikou",
+                snippet="年間の平均降雪量が多い都市は日本海側に集中する。",
+            ),
+        ],
+    )
+    assert answer.text.startswith("豊岡市の年間平均降雪量は312cm")
+    assert "【気候】年間の平均降雪量が多い都市" in answer.text
+    assert "Wikipedia" not in answer.text and "天気の百科" not in answer.text
+    # English sentences keep their subject (a pronoun at least): no lead-in.
+    answer = await engine.generator.generate(
+        "When did the bridge open to visitors?",
         "en",
-        [graded("Tower", "The Tower opened its observation deck to visitors in 1931.", 0)],
+        [],
         [
             WebResult(
                 title="Harbour Bridge - Wikipedia",
                 url="https://example.org/bridge",
-                snippet="It opened to visitors in 1932, a year after the observation deck of the tower.",
+                snippet="It opened to visitors in 1932 after eight years of work.",
             )
         ],
     )
-    assert answer.text.startswith("The Tower opened")
-    assert "Harbour Bridge — It opened" in answer.text
-    assert "Wikipedia" not in answer.text
+    assert answer.text.startswith("It opened to visitors in 1932")
 
 
 async def test_long_sentence_is_cut_to_the_clauses_around_the_question_terms(engine: CragEngine) -> None:

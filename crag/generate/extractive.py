@@ -63,7 +63,10 @@ class ExtractiveComposer:
     ) -> GeneratedAnswer:
         query = weighted_query(self._index.words(question), self._index.idf)
         sources, candidates = self._candidates(query, question, chunks, web)
-        chosen = self._choose(query, candidates, sources)
+        # Japanese drops the subject a document has already named; English sentences keep theirs
+        # (a pronoun at least), so only Japanese passages are led with their source's title.
+        lead_in = language == "ja"
+        chosen = self._choose(query, candidates, sources, lead_in)
         if not chosen:
             return GeneratedAnswer(text=REFUSAL[language], refused=True)
         numbers: dict[int, int] = {}
@@ -75,7 +78,7 @@ class ExtractiveComposer:
         named: set[str] = set()
         for src in sorted(numbers, key=numbers.__getitem__):
             texts = [c.text for c in ordered if c.source == src]
-            subject = _subject(sources[src].citation, texts, language, named)
+            subject = _subject(sources[src].citation, texts, named) if lead_in else ""
             parts.extend(
                 f"{subject if i == 0 else ''}{text} [{numbers[src]}]" for i, text in enumerate(texts)
             )
@@ -141,7 +144,7 @@ class ExtractiveComposer:
         return out
 
     def _choose(
-        self, query: WeightedQuery, candidates: list[_Candidate], sources: list[_Source]
+        self, query: WeightedQuery, candidates: list[_Candidate], sources: list[_Source], lead_in: bool
     ) -> list[_Candidate]:
         """The best sentence, the one after it (answers often follow the sentence that matches the
         question), then the next best sentence, as long as the answer, citation markers and source
@@ -156,7 +159,8 @@ class ExtractiveComposer:
         titled: set[int] = set()
 
         def overhead(cand: _Candidate) -> int:  # " [n]" and the joiner, and the source's lead-in once
-            lead = 0 if cand.source in titled else len(_display_title(sources[cand.source].citation)) + 3
+            shown = lead_in and cand.source not in titled
+            lead = len(_display_title(sources[cand.source].citation)) + 2 if shown else 0
             return _MARKER_COST + lead
 
         budget = self._max_chars - overhead(best)
@@ -223,12 +227,12 @@ def _display_title(citation: Citation) -> str:
     return title if len(title) <= 60 else ""
 
 
-def _subject(citation: Citation, texts: list[str], language: Literal["ja", "en"], named: set[str]) -> str:
+def _subject(citation: Citation, texts: list[str], named: set[str]) -> str:
     """The source's title as a lead-in, when the quoted sentences do not name it themselves and the
     answer has not named it yet.
 
-    Documents state their subject once, in the title, and then leave it out ("Lies on the Leine
-    and is a transport hub."): without the title, a quoted sentence does not say what it is about.
+    Japanese documents state their subject once, in the title, and then leave it out
+    (「ライネ川沿いに位置し…」): without the title, a quoted sentence does not say what it is about.
     """
     title = _display_title(citation)
     key = unicodedata.normalize("NFKC", title).lower()
@@ -237,7 +241,7 @@ def _subject(citation: Citation, texts: list[str], language: Literal["ja", "en"]
     named.add(key)
     if key in unicodedata.normalize("NFKC", "".join(texts)).lower():
         return ""
-    return f"【{title}】" if language == "ja" else f"{title} — "
+    return f"【{title}】"
 
 
 def _trim(text: str, max_chars: int) -> str:
