@@ -165,7 +165,7 @@ class ExtractiveComposer:
 
         budget = self._max_chars - overhead(best)
         if not best.whole:  # a snippet (at most WHOLE_SNIPPET_MAX) is quoted whole or not at all
-            best.text = self._compress(query, best, max(budget, MIN_EXCERPT))
+            best.text = self._compress(query, best.text, max(budget, MIN_EXCERPT))
         chosen = [best]
         budget -= len(best.text)
         titled.add(best.source)
@@ -178,7 +178,7 @@ class ExtractiveComposer:
             if len(cand.text) > room:
                 if room < MIN_EXCERPT or cand.whole:
                     continue
-                cand.text = self._compress(query, cand, room)
+                cand.text = self._compress(query, cand.text, room)
                 if len(cand.text) > room:
                     continue
             chosen.append(cand)
@@ -188,10 +188,9 @@ class ExtractiveComposer:
                 break
         return chosen
 
-    def _compress(self, query: WeightedQuery, cand: _Candidate, limit: int) -> str:
+    def _compress(self, query: WeightedQuery, text: str, limit: int) -> str:
         """A long sentence cut down to the run of clauses around the one holding most question
         terms (answers sit next to the words the question repeats), with … marking the cuts."""
-        text = cand.text
         if len(text) <= limit:
             return text
         clauses = [c for c in _CLAUSE.split(text) if c.strip()]
