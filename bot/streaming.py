@@ -17,8 +17,10 @@ from botbuilder.core import TurnContext
 from botbuilder.schema import Activity, ActivityTypes, Entity
 
 from cards.strings import Lang, t
+from crag.models import CITATION_MARKER
 
-_MARKER = re.compile(r"\s*\[\d{1,2}\]")
+# A citation marker with the space before it: the stream shows the answer without them.
+_MARKER = re.compile(r"\s*" + CITATION_MARKER.pattern)
 
 
 class StreamInfoEntity(Entity):

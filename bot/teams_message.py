@@ -7,7 +7,6 @@ exactly one root Message entity and at most 20 citations, each matching an [n] i
 
 from __future__ import annotations
 
-import re
 from typing import Any, ClassVar
 
 from botbuilder.core import CardFactory
@@ -16,10 +15,9 @@ from msrest.serialization import Model
 
 from cards.answer_card import answer_card
 from cards.strings import Lang
-from crag.models import CragResult
+from crag.models import CITATION_MARKER, CragResult
 
 MAX_CITATIONS = 20
-_MARKER = re.compile(r"\[(\d{1,2})\]")
 
 
 class AIMessageEntity(Entity):
@@ -48,7 +46,7 @@ class EmptyInvokeBody(Model):
 
 
 def citations_entity(result: CragResult) -> AIMessageEntity:
-    used = {int(m) for m in _MARKER.findall(result.answer)}
+    used = {int(m) for m in CITATION_MARKER.findall(result.answer)}
     claims = []
     for c in result.citations:
         if c.number not in used or len(claims) >= MAX_CITATIONS:

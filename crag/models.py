@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import uuid
 from datetime import UTC, datetime
 from enum import StrEnum
@@ -62,6 +63,10 @@ class WebOutcome(BaseModel):
     status: WebStatus
     results: list[WebResult] = Field(default_factory=list)
     message: str = ""  # safe to show: never contains keys or raw exceptions
+
+
+# A citation marker in an answer's text, "[n]", with n in group 1.
+CITATION_MARKER = re.compile(r"\[(\d{1,2})\]")
 
 
 class Citation(BaseModel):

@@ -18,12 +18,11 @@ from crag import trace
 from crag.llm import prompts
 from crag.llm.client import LlmClient, LlmUnavailable
 from crag.messages import REFUSAL
-from crag.models import Citation, GeneratedAnswer, GradedChunk, WebResult
+from crag.models import CITATION_MARKER, Citation, GeneratedAnswer, GradedChunk, WebResult
 from crag.protocols import AnswerGenerator, TextSink
 
 log = logging.getLogger(__name__)
 
-_MARKER = re.compile(r"\[(\d{1,2})\]")
 _SOURCE_CHARS = 2500
 
 
@@ -95,7 +94,7 @@ def _finish(
     # Renumber the cited sources 1..n in order of first use, and drop markers that name no source.
     by_number = {c.number: c for c in sources}
     order: dict[int, int] = {}
-    for m in _MARKER.finditer(text):
+    for m in CITATION_MARKER.finditer(text):
         n = int(m.group(1))
         if n in by_number and n not in order:
             order[n] = len(order) + 1
@@ -104,7 +103,7 @@ def _finish(
         n = int(m.group(1))
         return f"[{order[n]}]" if n in order else ""
 
-    text = _MARKER.sub(renumber, text)
+    text = CITATION_MARKER.sub(renumber, text)
     citations = [by_number[n].model_copy(update={"number": new}) for n, new in order.items()]
     return GeneratedAnswer(text=text, citations=citations, followups=followups)
 
