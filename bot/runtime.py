@@ -10,6 +10,7 @@ from config import BotSettings
 from crag.engine import CragEngine
 from crag.factory import build_engine, open_local_index, uses_azure_search
 from crag.feedback.store import FeedbackStore
+from crag.search.local_index import LocalIndex
 
 log = logging.getLogger(__name__)
 
@@ -45,11 +46,7 @@ class BotRuntime:
         settings = self.settings
         if uses_azure_search(settings):
             # Documents live in Azure AI Search (filled by `python -m crag.ingest --target azure`).
-            try:
-                self.engine = build_engine(settings, None)
-            except ValueError as exc:
-                self.error = str(exc)
-                log.error("cannot start the engine: %s", exc)
+            if not self._build_engine(None):
                 return
             self.index = IndexInfo(remote=True)
             log.info("engine ready on Azure AI Search index %s", settings.azure_search_index)
@@ -75,11 +72,7 @@ class BotRuntime:
             skipped=list(index.skipped),
             seconds=round(report.seconds, 2) if report else 0.0,
         )
-        try:
-            self.engine = build_engine(settings, index)
-        except ValueError as exc:
-            self.error = str(exc)
-            log.error("cannot start the engine: %s", exc)
+        if not self._build_engine(index):
             return
         log.info(
             "index ready: %d documents, %d chunks (%s)",
@@ -90,6 +83,16 @@ class BotRuntime:
         for reason in self.index.skipped:
             log.warning("skipped: %s", reason)
         self._ready.set()
+
+    def _build_engine(self, index: LocalIndex | None) -> bool:
+        """Create the engine; a configuration the engine refuses is kept as the runtime's error."""
+        try:
+            self.engine = build_engine(self.settings, index)
+        except ValueError as exc:
+            self.error = str(exc)
+            log.error("cannot start the engine: %s", exc)
+            return False
+        return True
 
     async def wait_ready(self, timeout: float) -> bool:
         try:
