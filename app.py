@@ -6,9 +6,9 @@ python app.py        # builds or loads the local index, then serves on HOST:PORT
 from __future__ import annotations
 
 import asyncio
+import hmac
 import json
 import logging
-import mimetypes
 import re
 import sys
 from pathlib import Path
@@ -22,6 +22,7 @@ from msrest.exceptions import DeserializationError
 
 from bot.connector_cache import CachingAuthentication
 from bot.crag_bot import CragBot
+from bot.documents import DocumentRoute
 from bot.runtime import BotRuntime
 from bot.state_storage import SqliteStorage, make_storage
 from cards.strings import language_of, t
@@ -56,7 +57,7 @@ def create_app(settings: BotSettings) -> web.Application:
     app[STORAGE] = storage
     app.router.add_post("/api/messages", messages)
     app.router.add_get("/api/health", health)
-    app.router.add_get("/docs/{path:.+}", document)
+    DocumentRoute(settings.docs_dir, lambda: runtime.index.files, runtime.links).register(app)
     setup_webchat(app, settings, adapter, bot.on_turn)
     app.on_startup.append(_startup)
     app.on_cleanup.append(_cleanup)
@@ -136,6 +137,10 @@ async def messages(request: web.Request) -> web.StreamResponse:
 
 async def health(request: web.Request) -> web.Response:
     runtime = request.app[RUNTIME]
+    if not _may_see_health_details(request):
+        # An internet-facing bot tells an anonymous caller whether it is up, not what it holds.
+        status = "ok" if runtime.ready else "error" if runtime.error else "indexing"
+        return web.json_response({"status": status}, status=200 if runtime.ready else 503)
     if not runtime.ready:
         status = 503
         payload = {"status": "error" if runtime.error else "indexing", "detail": runtime.error}
@@ -155,6 +160,15 @@ async def health(request: web.Request) -> web.Response:
     return web.json_response(payload, status=status, dumps=lambda o: json.dumps(o, ensure_ascii=False))
 
 
+def _may_see_health_details(request: web.Request) -> bool:
+    settings = request.app[RUNTIME].settings
+    if not settings.app_id:
+        return True  # local mode: loopback only
+    key = settings.health_key.get_secret_value()
+    given = request.headers.get("X-Health-Key", "")
+    return bool(key) and hmac.compare_digest(given.encode(), key.encode())
+
+
 def _cache_stats(runtime: BotRuntime) -> dict[str, object]:
     cache = runtime.engine.cache if runtime.engine is not None else None
     if cache is None:
@@ -167,20 +181,6 @@ def _cache_stats(runtime: BotRuntime) -> dict[str, object]:
         "misses": stats.misses,
         "hit_rate": round(stats.hit_rate, 3),
     }
-
-
-async def document(request: web.Request) -> web.StreamResponse:
-    """Serve a file of the documents folder, so local citations have a working link."""
-    runtime = request.app[RUNTIME]
-    root = runtime.settings.docs_dir.resolve()
-    target = (root / request.match_info["path"]).resolve()
-    if not target.is_relative_to(root) or not target.is_file():
-        raise web.HTTPNotFound(text="document not found")
-    kind, _ = mimetypes.guess_type(target.name)
-    if kind is None or kind.startswith("text/") or target.suffix.lower() in (".md", ".markdown"):
-        # Markdown and text are shown as text, in UTF-8 (browsers guess wrong for Japanese).
-        kind = "text/plain; charset=utf-8"
-    return web.FileResponse(target, headers={"Content-Type": kind})
 
 
 def main() -> None:

@@ -56,6 +56,13 @@ class BotSettings(CragSettings):
     # a sovereign or private cloud (and, in tests, a local OpenID endpoint with its own keys).
     openid_metadata_url: str = Field(default="", alias="BOT_OPENID_METADATA_URL")
 
+    # With an app id, links to documents served under /docs/ are signed and expire (like a SAS URL).
+    # Empty secret: derived from MicrosoftAppPassword, so every instance of the bot accepts the links.
+    link_secret: SecretStr = Field(default=SecretStr(""), alias="CRAG_LINK_SECRET")
+    link_ttl_hours: float = Field(default=24.0, gt=0, le=24 * 90, alias="CRAG_LINK_TTL_HOURS")
+    # With an app id, /api/health tells only the status, unless the X-Health-Key header holds this key.
+    health_key: SecretStr = Field(default=SecretStr(""), alias="CRAG_HEALTH_KEY")
+
     app_id: str = Field(default="", alias="MicrosoftAppId")
     app_password: SecretStr = Field(default=SecretStr(""), alias="MicrosoftAppPassword")
     app_type: str = Field(default="MultiTenant", alias="MicrosoftAppType")

@@ -6,6 +6,7 @@ import asyncio
 import logging
 from dataclasses import dataclass, field
 
+from bot.doc_links import DocLinks
 from config import BotSettings
 from crag.engine import CragEngine
 from crag.factory import build_engine, open_local_index, uses_azure_search
@@ -23,16 +24,29 @@ class IndexInfo:
     skipped: list[str] = field(default_factory=list)
     seconds: float = 0.0
     remote: bool = False  # documents in Azure AI Search: counts are not known here
+    files: frozenset[str] = frozenset()  # relative paths the local index holds: what /docs/ may serve
 
 
 class BotRuntime:
     def __init__(self, settings: BotSettings) -> None:
         self.settings = settings
         self.feedback = FeedbackStore(settings.feedback_db)
+        self.links = DocLinks.from_settings(
+            self.docs_url,
+            settings.app_id,
+            settings.link_secret.get_secret_value(),
+            settings.app_password.get_secret_value(),
+            settings.link_ttl_hours,
+        )
         self.engine: CragEngine | None = None
         self.index = IndexInfo()
         self.error: str = ""
         self._ready = asyncio.Event()
+
+    @property
+    def docs_url(self) -> str:
+        """Where this bot serves the local documents (the base of their citation links)."""
+        return f"{self.settings.base_url}/docs"
 
     @property
     def ready(self) -> bool:
@@ -58,9 +72,7 @@ class BotRuntime:
                 log.info("indexing documents: %d/%d %s", done, total, name)
 
         try:
-            index, report = await asyncio.to_thread(
-                open_local_index, settings, f"{settings.base_url}/docs", progress
-            )
+            index, report = await asyncio.to_thread(open_local_index, settings, self.docs_url, progress)
         except Exception as exc:
             self.error = f"index unavailable: {exc.__class__.__name__}"
             log.exception("could not open the local index from %s", settings.docs_dir)
@@ -71,6 +83,7 @@ class BotRuntime:
             built=report is not None,
             skipped=list(index.skipped),
             seconds=round(report.seconds, 2) if report else 0.0,
+            files=frozenset(chunk.file for chunk in index.chunks),
         )
         if not self._build_engine(index):
             return

@@ -101,6 +101,8 @@ class MainDialog(ComponentDialog):
             result.llm_tokens,
             result.notices,
         )
+        # Links to documents served by the bot are signed per card when it is on the internet.
+        result = self.runtime.links.sign_result(result)
         reply = answer_activity(result, activity.channel_id or "")
         card = reply.attachments[0].content if reply.attachments else None
         feedback = self.runtime.feedback

@@ -1,0 +1,88 @@
+"""GET /docs/{path}: the files of the local index, so a card's citation opens its document.
+
+Only a file the index holds is served (the indexer already skips hidden files and folders and
+symlinks), and only while it is still a regular file reached without a symlink: the documents
+folder may hold anything else (.env, .git/, a link to /etc/passwd), and none of that is the bot's
+to give away. With an app id the link must also carry a valid signature (bot/doc_links.py).
+
+Every answer is served so that nothing in it can run on the bot's origin, where /chat and the
+Direct Line token endpoint live: no MIME sniffing, and a sandbox policy (scripts off, opaque origin)
+on everything but PDF, whose built-in browser viewer does not open in a sandbox.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Collection
+from pathlib import Path
+from urllib.parse import quote
+
+from aiohttp import web
+
+from bot.doc_links import DocLinks
+
+log = logging.getLogger(__name__)
+
+_TEXT = "text/plain; charset=utf-8"
+# suffix → (Content-Type, shown in the browser rather than downloaded)
+_TYPES: dict[str, tuple[str, bool]] = {
+    ".md": (_TEXT, True),  # Markdown is shown as its text: no HTML of the document's making is rendered
+    ".markdown": (_TEXT, True),
+    ".txt": (_TEXT, True),
+    ".csv": (_TEXT, True),
+    ".pdf": ("application/pdf", True),
+    # HTML is rendered, but in the sandbox and with no scripts, frames, forms or outside requests.
+    ".html": ("text/html; charset=utf-8", True),
+    ".htm": ("text/html; charset=utf-8", True),
+    ".docx": ("application/vnd.openxmlformats-officedocument.wordprocessingml.document", False),
+    ".pptx": ("application/vnd.openxmlformats-officedocument.presentationml.presentation", False),
+    ".xlsx": ("application/vnd.openxmlformats-officedocument.spreadsheetml.sheet", False),
+}
+_SANDBOX = "sandbox; default-src 'none'; img-src data:; style-src 'unsafe-inline'"
+
+
+class DocumentRoute:
+    def __init__(self, docs_dir: Path, indexed_files: Callable[[], Collection[str]], links: DocLinks) -> None:
+        self._root = docs_dir.resolve()
+        self._indexed = indexed_files  # read per request: the index loads after the server starts
+        self._links = links
+
+    def register(self, app: web.Application) -> None:
+        app.router.add_get("/docs/{path:.+}", self.handle)
+
+    async def handle(self, request: web.Request) -> web.StreamResponse:
+        rel = request.match_info["path"]
+        if not self._links.allows(rel, request.query.get("exp"), request.query.get("sig")):
+            log.info("refused /docs/%r: missing, invalid or expired signature", rel)
+            raise web.HTTPForbidden(text="this link is not valid or has expired; open the answer again")
+        target = self._servable(rel)
+        if target is None:
+            raise web.HTTPNotFound(text="document not found")
+        kind, inline = _TYPES.get(target.suffix.lower(), ("application/octet-stream", False))
+        headers = {
+            "Content-Type": kind,
+            "X-Content-Type-Options": "nosniff",
+            # A signed link must not leak through the Referer header to a page the document links to.
+            "Referrer-Policy": "no-referrer",
+            "Cache-Control": "private, no-store" if self._links.signed else "no-cache",
+        }
+        if kind != "application/pdf":
+            headers["Content-Security-Policy"] = _SANDBOX
+        if not inline:
+            headers["Content-Disposition"] = f"attachment; filename*=UTF-8''{quote(target.name)}"
+        return web.FileResponse(target, headers=headers)
+
+    def _servable(self, rel: str) -> Path | None:
+        """The file for `rel` if the index holds it and it is still a plain file inside the folder."""
+        if not rel or any(ord(ch) < 32 or ch == "\x7f" for ch in rel) or "\\" in rel:
+            return None  # a NUL would make the OS calls below raise; control characters name no document
+        if rel not in self._indexed():
+            return None
+        path = self._root
+        for part in rel.split("/"):
+            if part in ("", ".", "..") or part.startswith("."):
+                return None
+            path = path / part
+            if path.is_symlink():  # swapped for a link after indexing
+                return None
+        return path if path.is_file() else None
