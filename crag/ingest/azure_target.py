@@ -73,8 +73,8 @@ def read_folder(
     """Chunks of every readable file, their fingerprints, and why the others were skipped."""
     chunks: list[Chunk] = []
     hashes: dict[str, str] = {}
-    skipped: list[str] = []
-    for path in tqdm(discover(docs_dir), unit="file", file=sys.stderr, desc="reading"):
+    skipped: list[str] = []  # symbolic links (never followed) first, then unreadable files
+    for path in tqdm(discover(docs_dir, skipped), unit="file", file=sys.stderr, desc="reading"):
         rel = path.relative_to(docs_dir).as_posix()
         try:
             doc = load(path, docs_dir)

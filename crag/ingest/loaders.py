@@ -6,7 +6,9 @@ crag.ingest.formats, so that every document reaches the chunker with the same ki
 
 from __future__ import annotations
 
+import os
 import re
+import stat
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -40,23 +42,79 @@ class Document:
     markdown: bool
 
 
-def discover(docs_dir: Path) -> list[Path]:
-    """Supported files under docs_dir, in a stable order; hidden files and folders are ignored."""
-    files = [
-        p
-        for p in docs_dir.rglob("*")
-        if p.is_file()
-        and p.suffix.lower() in SUPPORTED_SUFFIXES
-        and not any(part.startswith(".") for part in p.relative_to(docs_dir).parts)
-        and not p.name.startswith("~$")  # Office's lock file beside a document that is open
-    ]
-    return sorted(files, key=lambda p: p.relative_to(docs_dir).as_posix())
+def discover(docs_dir: Path, skipped: list[str] | None = None) -> list[Path]:
+    """Supported files under docs_dir, in a stable order: those `is_indexable` accepts.
+
+    The walk never follows a symbolic link, neither to a file nor into a directory: a link may point
+    anywhere (a link to /etc/passwd once had its contents quoted in an answer). Each link met is
+    named in `skipped`, when given, so that the build report says why it was left out. Hidden files
+    and folders are passed over silently, as before, and hidden folders are not even entered.
+    """
+    files: list[Path] = []
+    pending = [docs_dir]
+    while pending:
+        folder = pending.pop()
+        try:
+            entries = list(os.scandir(folder))
+        except OSError as exc:
+            if skipped is not None and folder != docs_dir:
+                skipped.append(f"{_rel(Path(folder), docs_dir)}: cannot be listed ({exc.strerror})")
+            continue
+        for entry in entries:
+            path = Path(entry.path)
+            if entry.name.startswith("."):
+                continue
+            if entry.is_symlink():
+                if skipped is not None:
+                    skipped.append(f"{_rel(path, docs_dir)}: {SYMLINK_REASON}")
+                continue
+            if entry.is_dir(follow_symlinks=False):
+                pending.append(path)
+            elif is_indexable(path, docs_dir):
+                files.append(path)
+    return sorted(files, key=lambda p: _rel(p, docs_dir))
+
+
+SYMLINK_REASON = "a symbolic link, not followed (links are never indexed or served)"
+
+
+def is_indexable(path: Path, docs_dir: Path) -> bool:
+    """Whether `path` is a document the bot may index and serve: a regular file of a supported
+    format under `docs_dir`, reached without passing through a symbolic link, a hidden file or
+    folder, or a `..`, and not an Office lock file.
+
+    `path` is judged as written (docs_dir / the relative path), never resolved: resolving would
+    follow the very links this refuses. docs_dir itself may be a link (a deployment's choice).
+    """
+    try:
+        parts = path.relative_to(docs_dir).parts
+    except ValueError:
+        return False
+    if not parts or any(part in (".", "..") or part.startswith(".") for part in parts):
+        return False
+    if path.name.startswith("~$") or path.suffix.lower() not in SUPPORTED_SUFFIXES:
+        return False  # ~$ is Office's lock file beside a document that is open
+    current = docs_dir
+    try:
+        for part in parts[:-1]:
+            current = current / part
+            if not stat.S_ISDIR(os.lstat(current).st_mode):
+                return False  # a link to a folder, or not a folder at all
+        return stat.S_ISREG(os.lstat(path).st_mode)  # lstat: a link is not a regular file
+    except OSError:
+        return False
+
+
+def _rel(path: Path, docs_dir: Path) -> str:
+    return path.relative_to(docs_dir).as_posix()
 
 
 def load(path: Path, docs_dir: Path) -> Document:
     rel = path.relative_to(docs_dir).as_posix()
+    if _through_link(path, docs_dir):
+        raise DocumentError(f"{rel}: {SYMLINK_REASON}")
     try:
-        raw = path.read_bytes()
+        raw = _read_no_follow(path)
     except OSError as exc:
         raise DocumentError(f"{rel}: cannot be read ({exc.strerror or exc.__class__.__name__})") from exc
     suffix = path.suffix.lower()
@@ -68,6 +126,22 @@ def load(path: Path, docs_dir: Path) -> Document:
     if path.suffix.lower() in {".md", ".markdown"}:
         return Document(file=rel, title=_markdown_title(text) or path.stem, text=text, markdown=True)
     return Document(file=rel, title=_first_line(text) or path.stem, text=text, markdown=False)
+
+
+def _through_link(path: Path, docs_dir: Path) -> bool:
+    current = docs_dir
+    for part in path.relative_to(docs_dir).parts:
+        current = current / part
+        if current.is_symlink():
+            return True
+    return False
+
+
+def _read_no_follow(path: Path) -> bytes:
+    # O_NOFOLLOW: a file swapped for a link between discovery and reading is refused, not followed.
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+    with os.fdopen(fd, "rb") as f:
+        return f.read()
 
 
 def _convert(

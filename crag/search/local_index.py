@@ -149,7 +149,8 @@ class LocalIndex:
         skipped: list[str] = []
         total_bytes = reused = 0
         fresh: list[int] = []  # positions of chunks read in this build (their terms still to compute)
-        files = discover(docs_dir)
+        links: list[str] = []  # symbolic links met (never followed): reported, not counted as files
+        files = discover(docs_dir, links)
         for i, path in enumerate(files):
             rel = path.relative_to(docs_dir).as_posix()
             if progress:
@@ -188,6 +189,7 @@ class LocalIndex:
         if chunks:
             bm25.index(tokens, show_progress=False)
         documents = len(files) - len(skipped)
+        skipped = links + skipped
         index = cls(chunks, bm25, dict(df), documents, extractor)
         index.skipped = skipped
         index.version = _version(fingerprint)
