@@ -3,6 +3,12 @@
 Each answer is recorded when it is sent, so a rating needs only the answer's id: the card carries
 no question or answer text that a tampered click could falsify, and a rating for an answer this
 store never gave (or gave in another conversation) is refused.
+
+One writer: every write goes through a queue to a single task that owns the write connection and
+commits each item in its own transaction, so a failed write rolls back only itself. A caller is
+answered only after its row was committed, or, when the database keeps refusing (locked by another
+process, disk trouble), after the item was appended and fsynced to `<db>.pending.jsonl`, which is
+replayed before the next write and at start. Reads use a second, read-only connection.
 """
 
 from __future__ import annotations
@@ -13,8 +19,7 @@ import json
 import logging
 import os
 import sqlite3
-from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from enum import StrEnum
 from pathlib import Path
@@ -23,7 +28,7 @@ from typing import Any, Literal
 import aiosqlite
 
 from crag.models import CragResult
-from crag.sqlite_file import SqliteFile
+from crag.sqlite_file import SqliteFile, open_connection, quarantine_name
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS answers (
@@ -78,6 +83,30 @@ class FeedbackReceipt:
     language: str = ""  # the rated answer's language, to acknowledge in kind
 
 
+# Order of replay: answers before what refers to them.
+_KIND_ORDER = {"answer": 0, "message_id": 1, "feedback": 2}
+_BATCH = 64  # items taken from the queue at once (each still committed on its own)
+
+
+@dataclass
+class _Job:
+    kind: Literal["answer", "message_id", "feedback", "replay"]
+    payload: Any
+    future: asyncio.Future[Any] = field(default_factory=lambda: asyncio.get_running_loop().create_future())
+
+    def entry(self) -> dict[str, Any]:
+        key = "row" if self.kind == "answer" else "args"
+        return {"kind": self.kind, key: self.payload}
+
+    def resolve(self, value: Any) -> None:
+        if not self.future.done():  # the caller may have been cancelled meanwhile
+            self.future.set_result(value)
+
+    def fail(self, exc: BaseException) -> None:
+        if not self.future.done():
+            self.future.set_exception(exc)
+
+
 class FeedbackStore(SqliteFile):
     def __init__(self, path: Path, retries: int = 2) -> None:
         # A locked database is retried briefly, then the write goes to the fallback file: a user
@@ -86,21 +115,61 @@ class FeedbackStore(SqliteFile):
         # Writes the database refused (locked, disk trouble) wait here, one JSON line each, until
         # the next successful write or start replays them: an acknowledged rating is never lost.
         self.pending_path = path.with_name(path.name + ".pending.jsonl")
+        self.replaying_path = self.pending_path.with_suffix(".replaying")
         self._retries = retries
-        self._replay_lock = asyncio.Lock()
+        self._queue: asyncio.Queue[_Job | None] | None = None
+        self._writer: asyncio.Task[None] | None = None
+        self._reader: aiosqlite.Connection | None = None
 
     async def open(self) -> None:
-        await self.connect()
-        assert self._db is not None
-        await self._db.executescript(_SCHEMA)
+        try:
+            # Autocommit mode: the writer opens each transaction itself (BEGIN IMMEDIATE).
+            await self.connect(self._create_schema, isolation_level=None)
+            self._reader = await open_connection(self.path, self._busy_timeout_ms, readonly=True)
+            self._queue = asyncio.Queue()
+            self._writer = asyncio.create_task(self._write_loop(), name="feedback-writer")
+            await self.replay_pending()
+        except BaseException:
+            await self.close()
+            raise
+
+    @staticmethod
+    async def _create_schema(db: aiosqlite.Connection) -> None:
+        await db.executescript(_SCHEMA)
         # Databases created before a column existed get it added (SQLite has no IF NOT EXISTS here).
-        async with self._db.execute("PRAGMA table_info(answers)") as cur:
+        async with db.execute("PRAGMA table_info(answers)") as cur:
             columns = {row[1] for row in await cur.fetchall()}
         for column in ("message_id", "card_json"):
             if column not in columns:
-                await self._db.execute(f"ALTER TABLE answers ADD COLUMN {column} TEXT NOT NULL DEFAULT ''")
-        await self._db.commit()
-        await self.replay_pending()
+                await db.execute(f"ALTER TABLE answers ADD COLUMN {column} TEXT NOT NULL DEFAULT ''")
+
+    async def close(self) -> None:
+        """Stop the writer after it finished every queued item, then close both connections."""
+        if self._writer is not None and self._queue is not None:
+            if not self._writer.done():
+                await self._queue.put(None)
+                with contextlib.suppress(asyncio.CancelledError):
+                    await asyncio.shield(self._writer)
+            self._writer = None
+        if self._reader is not None:
+            await self._reader.close()
+            self._reader = None
+        await super().close()
+
+    @property
+    def reader(self) -> aiosqlite.Connection:
+        if self._reader is None:
+            raise RuntimeError(f"{self.path.name} is not open")
+        return self._reader
+
+    async def _submit(self, kind: Literal["answer", "message_id", "feedback", "replay"], payload: Any) -> Any:
+        if self._queue is None or self._writer is None or self._writer.done():
+            raise RuntimeError(f"{self.path.name} is not open")
+        job = _Job(kind, payload)
+        await self._queue.put(job)
+        return await job.future
+
+    # --- the public API -------------------------------------------------------------------------
 
     async def record_answer(
         self,
@@ -124,47 +193,11 @@ class FeedbackStore(SqliteFile):
             json.dumps(result.web_urls, ensure_ascii=False),
             json.dumps(card, ensure_ascii=False) if card else "",
         ]
-        if not await self._with_retries(lambda: self._insert_answer(row)):
-            self._keep_pending({"kind": "answer", "row": row})
-        else:
-            await self.replay_pending()
-
-    async def _insert_answer(self, row: list[str]) -> None:
-        await self.db.execute(
-            "INSERT OR REPLACE INTO answers (result_id, created_at, conversation_id, user_id, channel_id,"
-            " language, question, answer, branch, cited_files, web_urls, card_json)"
-            " VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
-            row,
-        )
-        await self.db.commit()
+        await self._submit("answer", row)
 
     async def set_message_id(self, result_id: str, message_id: str) -> None:
         """The id the channel gave the answer message: Teams' native feedback refers to it."""
-        await self.db.execute(
-            "UPDATE answers SET message_id = ? WHERE result_id = ?", (message_id, result_id)
-        )
-        await self.db.commit()
-
-    async def answer_for_message(self, conversation_id: str, message_id: str | None) -> str | None:
-        """The result id of the answer sent as message_id, or (when a client omits the id) the
-        conversation's latest answer."""
-        query = "SELECT result_id FROM answers WHERE conversation_id = ?"
-        args: tuple[str, ...] = (conversation_id,)
-        if message_id:
-            query, args = query + " AND message_id = ?", (conversation_id, message_id)
-        else:
-            query += " ORDER BY created_at DESC LIMIT 1"
-        async with self.db.execute(query, args) as cur:
-            row = await cur.fetchone()
-        return str(row[0]) if row else None
-
-    async def stored_card(self, result_id: str) -> dict[str, Any] | None:
-        async with self.db.execute("SELECT card_json FROM answers WHERE result_id = ?", (result_id,)) as cur:
-            row = await cur.fetchone()
-        if not row or not row[0]:
-            return None
-        card: dict[str, Any] = json.loads(row[0])
-        return card
+        await self._submit("message_id", {"result_id": result_id, "message_id": message_id})
 
     async def record_feedback(
         self,
@@ -185,16 +218,160 @@ class FeedbackStore(SqliteFile):
             "source": source,
             "comment": comment,
         }
-        receipts: list[FeedbackReceipt] = []
+        receipt: FeedbackReceipt = await self._submit("feedback", args)
+        return receipt
 
-        async def attempt() -> None:
-            receipts.append(await self._record_feedback(**args))
+    async def replay_pending(self) -> int:
+        """Write what the fallback file holds (answers first, then ratings); returns rows written."""
+        written: int = await self._submit("replay", None)
+        return written
 
-        if await self._with_retries(attempt):
-            await self.replay_pending()
-            return receipts[-1]
-        self._keep_pending({"kind": "feedback", "args": args})
-        return FeedbackReceipt(FeedbackOutcome.PENDING)
+    async def answer_for_message(self, conversation_id: str, message_id: str | None) -> str | None:
+        """The result id of the answer sent as message_id, or (when a client omits the id) the
+        conversation's latest answer."""
+        query = "SELECT result_id FROM answers WHERE conversation_id = ?"
+        args: tuple[str, ...] = (conversation_id,)
+        if message_id:
+            query, args = query + " AND message_id = ?", (conversation_id, message_id)
+        else:
+            query += " ORDER BY created_at DESC LIMIT 1"
+        async with self.reader.execute(query, args) as cur:
+            row = await cur.fetchone()
+        return str(row[0]) if row else None
+
+    async def stored_card(self, result_id: str) -> dict[str, Any] | None:
+        async with self.reader.execute(
+            "SELECT card_json FROM answers WHERE result_id = ?", (result_id,)
+        ) as cur:
+            row = await cur.fetchone()
+        if not row or not row[0]:
+            return None
+        card: dict[str, Any] = json.loads(row[0])
+        return card
+
+    async def feedback_rows(self) -> list[dict[str, Any]]:
+        async with self.reader.execute("SELECT * FROM answer_feedback ORDER BY id") as cur:
+            names = [d[0] for d in cur.description]
+            return [dict(zip(names, r, strict=True)) for r in await cur.fetchall()]
+
+    # --- the writer -----------------------------------------------------------------------------
+
+    async def _write_loop(self) -> None:
+        assert self._queue is not None
+        stopping = False
+        while not stopping:
+            first = await self._queue.get()
+            if first is None:
+                break
+            batch = [first]
+            while len(batch) < _BATCH and not self._queue.empty():
+                job = self._queue.get_nowait()
+                if job is None:
+                    stopping = True  # finish this batch, then stop: nothing queued is dropped
+                    break
+                batch.append(job)
+            try:
+                await self._write_batch(batch)
+            except BaseException as exc:  # a bug must not leave callers waiting forever
+                for job in batch:
+                    job.fail(exc if isinstance(exc, Exception) else RuntimeError("feedback writer stopped"))
+                if not isinstance(exc, Exception):
+                    raise
+                log.exception("feedback writer failed on a batch of %d", len(batch))
+
+    async def _write_batch(self, batch: list[_Job]) -> None:
+        # Writes refused earlier are replayed first, so writes keep their order. The database is "down"
+        # for the rest of the batch once a write was refused after its retries: later items go straight
+        # to the fallback file instead of each waiting out the retries.
+        replayed = 0
+        down = False
+        if self._has_pending():
+            replayed = await self._replay()
+            down = self.pending_path.exists()
+        kept: list[_Job] = []
+        for job in batch:
+            if job.kind == "replay":
+                job.resolve(replayed)
+                replayed = 0
+                continue
+            if down:
+                kept.append(job)
+                continue
+            try:
+                result = await self._with_retries(job.kind, job.payload)
+            except sqlite3.Error:
+                down = True
+                kept.append(job)
+                continue
+            except Exception as exc:
+                job.fail(exc)
+                continue
+            job.resolve(result)
+        if kept:
+            try:
+                self._keep_pending([job.entry() for job in kept])
+            except OSError as exc:  # neither the database nor the disk took it: no acknowledgement
+                log.error("feedback fallback file %s not writable: %s", self.pending_path, exc)
+                for job in kept:
+                    job.fail(exc)
+                return
+            for job in kept:
+                job.resolve(FeedbackReceipt(FeedbackOutcome.PENDING) if job.kind == "feedback" else None)
+
+    async def _with_retries(self, kind: str, payload: Any) -> Any:
+        """Write one item in its own transaction, retrying while SQLite is busy; raises the last
+        sqlite3.Error when it still failed."""
+        for attempt in range(self._retries + 1):
+            try:
+                return await self._transaction(kind, payload)
+            except sqlite3.Error as exc:
+                log.warning("feedback database write failed (%s), attempt %d", exc, attempt + 1)
+                if attempt == self._retries:
+                    raise
+                await asyncio.sleep(0.05 * (2**attempt))
+        raise AssertionError("unreachable")
+
+    async def _transaction(self, kind: str, payload: Any) -> Any:
+        db = self.db
+        await db.execute("BEGIN IMMEDIATE")
+        try:
+            result: Any = None
+            if kind == "answer":
+                await self._insert_answer(payload)
+            elif kind == "message_id":
+                await self._set_message_id(**payload)
+            elif kind == "feedback":
+                result = await self._record_feedback(**payload)
+            else:
+                raise ValueError(f"unknown kind of write: {kind!r}")
+            await db.execute("COMMIT")
+        except BaseException:
+            with contextlib.suppress(sqlite3.Error):
+                await db.execute("ROLLBACK")
+            raise
+        return result
+
+    async def _insert_answer(self, row: list[str]) -> None:
+        if len(row) != 12 or not all(isinstance(x, str) for x in row):
+            raise ValueError("an answer row has 12 text fields")
+        # An upsert, not a replace: replaying an answer again keeps the message id set meanwhile.
+        await self.db.execute(
+            "INSERT INTO answers (result_id, created_at, conversation_id, user_id, channel_id,"
+            " language, question, answer, branch, cited_files, web_urls, card_json)"
+            " VALUES (?,?,?,?,?,?,?,?,?,?,?,?)"
+            " ON CONFLICT (result_id) DO UPDATE SET created_at = excluded.created_at,"
+            " conversation_id = excluded.conversation_id, user_id = excluded.user_id,"
+            " channel_id = excluded.channel_id, language = excluded.language,"
+            " question = excluded.question, answer = excluded.answer, branch = excluded.branch,"
+            " cited_files = excluded.cited_files, web_urls = excluded.web_urls,"
+            " card_json = excluded.card_json",
+            row,
+        )
+
+    async def _set_message_id(self, result_id: str, message_id: str) -> None:
+        await self.db.execute(
+            "UPDATE answers SET message_id = ? WHERE result_id = ?", (message_id, result_id)
+        )
 
     async def _record_feedback(
         self,
@@ -206,6 +383,8 @@ class FeedbackStore(SqliteFile):
         source: str = "card",
         comment: str = "",
     ) -> FeedbackReceipt:
+        if reaction not in ("up", "down"):
+            raise ValueError(f"reaction must be up or down, not {reaction!r}")
         async with self.db.execute(
             "SELECT question, answer, branch, cited_files, language FROM answers "
             "WHERE result_id = ? AND conversation_id = ?",
@@ -229,70 +408,117 @@ class FeedbackStore(SqliteFile):
             " comment = CASE WHEN excluded.comment != '' THEN excluded.comment ELSE comment END",
             (now, now, result_id, reaction, comment, source, *snapshot, conversation_id, user_id, channel_id),
         )
-        await self.db.commit()
         outcome = FeedbackOutcome.UPDATED if existed else FeedbackOutcome.STORED
         return FeedbackReceipt(outcome, language)
 
-    async def _with_retries(self, write: Callable[[], Awaitable[None]]) -> bool:
-        """Run a write, retrying while SQLite is busy; False when it still failed."""
-        for attempt in range(self._retries + 1):
-            try:
-                await write()
-                return True
-            except sqlite3.Error as exc:
-                log.warning("feedback database write failed (%s), attempt %d", exc, attempt + 1)
-                with contextlib.suppress(sqlite3.Error):
-                    await self.db.rollback()
-                await asyncio.sleep(0.1 * (2**attempt))
-        return False
+    # --- the fallback file ----------------------------------------------------------------------
 
-    def _keep_pending(self, entry: dict[str, Any]) -> None:
-        entry["kept_at"] = datetime.now(UTC).isoformat()
-        line = json.dumps(entry, ensure_ascii=False) + "\n"
+    def _has_pending(self) -> bool:
+        return self.pending_path.exists() or self.replaying_path.exists()
+
+    def _keep_pending(self, entries: list[dict[str, Any]]) -> None:
+        kept_at = datetime.now(UTC).isoformat()
+        text = "".join(
+            json.dumps({**e, "kept_at": e.get("kept_at", kept_at)}, ensure_ascii=False) + "\n"
+            for e in entries
+        )
         with self.pending_path.open("a", encoding="utf-8") as f:
-            f.write(line)
+            f.write(text)
             f.flush()
             os.fsync(f.fileno())
-        log.warning("feedback database unavailable: kept a %s in %s", entry["kind"], self.pending_path.name)
+        log.warning(
+            "feedback database unavailable: kept %d write(s) (%s) in %s",
+            len(entries),
+            ", ".join(sorted({str(e["kind"]) for e in entries})),
+            self.pending_path.name,
+        )
 
-    async def replay_pending(self) -> int:
-        """Write what the fallback file holds (answers first, then ratings); returns rows written."""
-        if not self.pending_path.exists():
+    def _take_pending(self) -> list[dict[str, Any]]:
+        """Move the fallback file to `.replaying` (appending to one a crash left behind) and parse it.
+        Lines that are not valid entries (a torn write) go to a quarantine file, logged as an ERROR."""
+        if self.pending_path.exists():
+            if self.replaying_path.exists():
+                with self.replaying_path.open("a+", encoding="utf-8") as f:
+                    f.seek(0)
+                    ends_clean = f.read().endswith("\n") or f.tell() == 0
+                    f.write(
+                        ("" if ends_clean else "\n") + self.pending_path.read_text("utf-8", errors="replace")
+                    )
+                    f.flush()
+                    os.fsync(f.fileno())
+                self.pending_path.unlink()
+            else:
+                self.pending_path.rename(self.replaying_path)
+        if not self.replaying_path.exists():
+            return []
+        entries: list[dict[str, Any]] = []
+        bad: list[str] = []
+        for line in self.replaying_path.read_text("utf-8", errors="replace").splitlines():
+            if not line.strip():
+                continue
+            try:
+                entry = json.loads(line)
+            except ValueError:
+                bad.append(line)
+                continue
+            if isinstance(entry, dict) and entry.get("kind") in _KIND_ORDER:
+                entries.append(entry)
+            else:
+                bad.append(line)
+        if bad:
+            self._quarantine_lines(bad, "not a valid entry")
+        entries.sort(key=lambda e: _KIND_ORDER[str(e["kind"])])
+        return entries
+
+    def _quarantine_lines(self, lines: list[str], reason: str) -> None:
+        target = quarantine_name(self.pending_path)
+        with target.open("a", encoding="utf-8") as f:
+            f.write("".join(line + "\n" for line in lines))
+            f.flush()
+            os.fsync(f.fileno())
+        self.quarantined.append(str(target))
+        log.error(
+            "%d line(s) of %s could not be replayed (%s): kept in %s",
+            len(lines),
+            self.pending_path.name,
+            reason,
+            target.name,
+        )
+
+    async def _replay(self) -> int:
+        entries = self._take_pending()
+        if not entries and not self.replaying_path.exists():
             return 0
-        async with self._replay_lock:
-            replaying = self.pending_path.with_suffix(".replaying")
-            if not replaying.exists():
-                if not self.pending_path.exists():
-                    return 0
-                self.pending_path.rename(replaying)
-            entries = [json.loads(line) for line in replaying.read_text("utf-8").splitlines() if line.strip()]
-            entries.sort(key=lambda e: e.get("kind") != "answer")
-            written = 0
-            for entry in entries:
-                try:
-                    if entry["kind"] == "answer":
-                        await self._insert_answer(entry["row"])
-                    else:
-                        receipt = await self._record_feedback(**entry["args"])
-                        if receipt.outcome is FeedbackOutcome.UNKNOWN_ANSWER:
-                            log.warning(
-                                "pending rating for unknown answer %s dropped", entry["args"]["result_id"]
-                            )
-                            continue
-                    written += 1
-                except sqlite3.Error:
-                    with contextlib.suppress(sqlite3.Error):
-                        await self.db.rollback()
-                    self._keep_pending(entry)
-            replaying.unlink()
+        written = 0
+        unusable: list[str] = []
+        for i, entry in enumerate(entries):
+            payload = entry.get("row") if entry["kind"] == "answer" else entry.get("args")
+            try:
+                result = await self._replay_one(str(entry["kind"]), payload)
+            except sqlite3.Error:
+                # Still refused: this and the rest wait for the next write (order kept).
+                self._keep_pending(entries[i:])
+                break
+            except (TypeError, ValueError, KeyError) as exc:
+                log.warning("unusable pending %s entry: %s", entry["kind"], exc)
+                unusable.append(json.dumps(entry, ensure_ascii=False))
+                continue
+            if isinstance(result, FeedbackReceipt) and result.outcome is FeedbackOutcome.UNKNOWN_ANSWER:
+                log.warning("pending rating for unknown answer %s dropped", entry["args"]["result_id"])
+                continue
+            written += 1
+        if unusable:
+            self._quarantine_lines(unusable, "wrong fields")
+        self.replaying_path.unlink(missing_ok=True)
         if written:
             log.info("replayed %d pending feedback writes", written)
         return written
 
-    async def feedback_rows(self) -> list[dict[str, Any]]:
-        self.db.row_factory = aiosqlite.Row
-        try:
-            async with self.db.execute("SELECT * FROM answer_feedback ORDER BY id") as cur:
-                return [dict(r) for r in await cur.fetchall()]
-        finally:
-            self.db.row_factory = None
+    async def _replay_one(self, kind: str, payload: Any) -> Any:
+        if kind == "answer" and not isinstance(payload, list):
+            raise ValueError("an answer entry needs a row")
+        if kind != "answer" and not isinstance(payload, dict):
+            raise ValueError(f"a {kind} entry needs args")
+        # One attempt (SQLite's busy timeout still waits): a database that is still locked must not
+        # hold every queued write for the length of the retries.
+        return await self._transaction(kind, payload)
