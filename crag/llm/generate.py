@@ -45,9 +45,8 @@ class LlmGenerator:
         sources = _sources(chunks, web)
         if not sources:
             return GeneratedAnswer(text=REFUSAL[language], refused=True)
-        block = "\n\n".join(
-            f"[{c.number}] {c.title} ({c.file or c.url})\n<<<\n{text}\n>>>" for c, text in sources
-        )
+        fence = prompts.Fence()
+        block = "\n\n".join(f"[{c.number}]\n{fence.wrap(_source_text(c, text))}" for c, text in sources)
         user = f"Sources:\n{block}\n\nQuestion: {question}"
         system = prompts.ANSWER.format(refusal=REFUSAL[language])
         answer_call = (
@@ -84,6 +83,12 @@ def _sources(chunks: Sequence[GradedChunk], web: Sequence[WebResult]) -> list[tu
         )
         out.append((citation, w.snippet[:_SOURCE_CHARS]))
     return out
+
+
+def _source_text(citation: Citation, text: str) -> str:
+    # The title and location come from the document (or the web page) too: they stay inside the
+    # fence, after the text, which the model reads first.
+    return f"{text}\n(source: {citation.title}, {citation.file or citation.url})"
 
 
 def _finish(

@@ -111,8 +111,9 @@ class LlmGrader:
 
     async def _grade_one(self, question: str, chunk: Chunk, bound: asyncio.Semaphore) -> float:
         async with bound:
+            framed = prompts.Fence().wrap(passage(chunk))
             reply = await self._llm.chat(
-                prompts.GRADE, f"Question: {question}\n\nPassage:\n<<<\n{passage(chunk)}\n>>>", max_tokens=20
+                prompts.GRADE, f"Question: {question}\n\nPassage:\n{framed}", max_tokens=20
             )
         score = parse_score(reply)
         if score is None:
@@ -123,7 +124,8 @@ class LlmGrader:
     async def _grade_batch(
         self, question: str, chunks: Sequence[Chunk], bound: asyncio.Semaphore
     ) -> list[float]:
-        numbered = "\n\n".join(f"Passage {i + 1}:\n<<<\n{passage(c)}\n>>>" for i, c in enumerate(chunks))
+        fence = prompts.Fence()
+        numbered = "\n\n".join(f"Passage {i + 1}:\n{fence.wrap(passage(c))}" for i, c in enumerate(chunks))
         async with bound:
             reply = await self._llm.chat(
                 prompts.GRADE_BATCH, f"Question: {question}\n\n{numbered}", max_tokens=20 + 8 * len(chunks)

@@ -42,7 +42,9 @@ class LlmRefiner:
             return text
         try:
             reply = await self._llm.chat(
-                prompts.REFINE, f"Question: {question}\n\nPassage:\n<<<\n{text}\n>>>", max_tokens=600
+                prompts.REFINE,
+                f"Question: {question}\n\nPassage:\n{prompts.Fence().wrap(text)}",
+                max_tokens=600,
             )
         except LlmUnavailable as exc:
             log.warning("refinement skipped: %s", exc)

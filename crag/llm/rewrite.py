@@ -29,7 +29,8 @@ class LlmRewriter:
 
     async def _ask(self, system: str, question: str, history: Sequence[Turn], fallback) -> str:  # type: ignore[no-untyped-def]
         user = (
-            f"Earlier conversation:\n{prompts.history_block([(t.question, t.answer) for t in history])}\n\n"
+            "Earlier conversation:\n"
+            f"{prompts.history_block([(t.question, t.answer) for t in history], prompts.Fence())}\n\n"
             f"Question: {question}"
         )
         try:
