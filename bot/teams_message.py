@@ -16,6 +16,7 @@ from msrest.serialization import Model
 from cards.answer_card import answer_card
 from cards.strings import Lang
 from crag.models import CITATION_MARKER, CragResult
+from crag.safe_links import safe_markdown, safe_url
 
 MAX_CITATIONS = 20
 
@@ -45,8 +46,9 @@ class EmptyInvokeBody(Model):
     _attribute_map: ClassVar[dict[str, Any]] = {}
 
 
-def citations_entity(result: CragResult) -> AIMessageEntity:
-    used = {int(m) for m in CITATION_MARKER.findall(result.answer)}
+def citations_entity(result: CragResult, text: str | None = None) -> AIMessageEntity:
+    """The AI label and the citations of the markers in `text` (the message text as sent)."""
+    used = {int(m) for m in CITATION_MARKER.findall(result.answer if text is None else text)}
     claims = []
     for c in result.citations:
         if c.number not in used or len(claims) >= MAX_CITATIONS:
@@ -56,8 +58,9 @@ def citations_entity(result: CragResult) -> AIMessageEntity:
             "name": _clip(c.title or c.file or c.url, 80),
             "abstract": _clip(c.excerpt or c.title, 160),
         }
-        if c.url:
-            appearance["url"] = c.url
+        url = safe_url(c.url)  # never a javascript: or data: link behind a citation
+        if url:
+            appearance["url"] = url
         if c.kind == "document" and c.file:
             appearance["keywords"] = [c.file[:50]]
         claims.append({"@type": "Claim", "position": c.number, "appearance": appearance})
@@ -73,11 +76,12 @@ def answer_activity(result: CragResult, channel_id: str, lang: Lang | None = Non
             attachments=[CardFactory.adaptive_card(answer_card(result, lang))],
         )
     card = answer_card(result, lang, include_answer=False, execute=True)
+    text = safe_markdown(result.answer)
     return Activity(
         type=ActivityTypes.message,
-        text=result.answer,
+        text=text,
         text_format="markdown",
-        entities=[citations_entity(result)],
+        entities=[citations_entity(result, text)],
         channel_data={"feedbackLoop": {"type": "default"}},
         attachments=[CardFactory.adaptive_card(card)],
     )

@@ -7,6 +7,7 @@ from typing import Any
 
 from cards.strings import Lang, has_text, t
 from crag.models import Branch, CragResult, WebStatus
+from crag.safe_links import link_text, markdown_link, safe_markdown
 
 CARD_VERSION = "1.5"
 MAX_CARD_BYTES = 28_000
@@ -48,7 +49,7 @@ def answer_card(
         },
     ]
     if include_answer:
-        body.append(_text(result.answer, id="answer"))
+        body.append(_text(safe_markdown(result.answer), id="answer"))
     for notice in _notices(result, lang):
         body.append(_text(notice, isSubtle=True, size="Small"))
     if result.followups:
@@ -71,7 +72,7 @@ def answer_card(
     docs = [c for c in result.citations if c.kind == "document"]
     if docs:
         body.append(_text(t("sources", lang), weight="Bolder", spacing="Medium"))
-        lines = [f"[{c.number}] {_link(c.title, c.url)} — `{c.file}`" for c in docs]
+        lines = [f"[{c.number}] {_link(c.title, c.url)} — {_code(c.file)}" for c in docs]
         body.append(_text("\n\n".join(lines), id="cited_files"))
     web = [c for c in result.citations if c.kind == "web"]
     if web:
@@ -79,13 +80,16 @@ def answer_card(
         body.append(_text("\n\n".join(f"[{c.number}] {_link(c.title, c.url)}" for c in web), id="web_urls"))
 
     if result.queries:
-        searched = f"🔎 {t('searched', lang)}: {_clip(result.queries[0], 120)}"
+        searched = f"🔎 {t('searched', lang)}: {safe_markdown(_clip(result.queries[0], 120))}"
         body.append(_text(searched, id="query", isSubtle=True, size="Small", spacing="Medium"))
     if result.graded:
         facts = [
             {
                 "title": f"{g.score:.2f} {'✓' if g.kept else '·'}",
-                "value": _clip(f"{g.chunk.file} › {' › '.join(g.chunk.headers[1:]) or g.chunk.title}", 90),
+                # FactSet values are Markdown too, and headers come from the document.
+                "value": safe_markdown(
+                    _clip(f"{g.chunk.file} › {' › '.join(g.chunk.headers[1:]) or g.chunk.title}", 90)
+                ),
             }
             for g in sorted(result.graded, key=lambda g: -g.score)[:_MAX_SCORE_ROWS]
         ]
@@ -173,8 +177,13 @@ def _text(text: str, **props: Any) -> dict[str, Any]:
 
 
 def _link(title: str, url: str) -> str:
-    title = _clip(title.replace("[", "(").replace("]", ")"), 80)
-    return f"[{title}]({url})" if url else title
+    # Titles and URLs come from documents and web results: crag.safe_links decides what links.
+    return markdown_link(_clip(title, 80), url)
+
+
+def _code(text: str) -> str:
+    # A backtick in a file name would close the code span and let the rest render as Markdown.
+    return "`" + link_text(text).replace("`", "'") + "`"
 
 
 def _clip(text: str, limit: int) -> str:

@@ -20,6 +20,7 @@ from crag.llm.client import LlmClient, LlmUnavailable
 from crag.messages import REFUSAL
 from crag.models import CITATION_MARKER, Citation, GeneratedAnswer, GradedChunk, WebResult
 from crag.protocols import AnswerGenerator, TextSink
+from crag.safe_links import safe_markdown
 
 log = logging.getLogger(__name__)
 
@@ -50,7 +51,7 @@ class LlmGenerator:
         user = f"Sources:\n{block}\n\nQuestion: {question}"
         system = prompts.ANSWER.format(refusal=REFUSAL[language])
         answer_call = (
-            self._llm.chat_stream(system, user, on_text, max_tokens=700)
+            self._llm.chat_stream(system, user, _safe_sink(on_text), max_tokens=700)
             if on_text is not None
             else self._llm.chat(system, user, max_tokens=700)
         )
@@ -85,6 +86,14 @@ def _sources(chunks: Sequence[GradedChunk], web: Sequence[WebResult]) -> list[tu
     return out
 
 
+def _safe_sink(on_text: TextSink) -> TextSink:
+    # The stream shows the model's text before the card does: it gets the same link policy.
+    async def sink(text: str) -> None:
+        await on_text(safe_markdown(text))
+
+    return sink
+
+
 def _source_text(citation: Citation, text: str) -> str:
     # The title and location come from the document (or the web page) too: they stay inside the
     # fence, after the text, which the model reads first.
@@ -96,6 +105,7 @@ def _finish(
 ) -> GeneratedAnswer:
     if not text or REFUSAL[language] in text or REFUSAL["en"] in text or REFUSAL["ja"] in text:
         return GeneratedAnswer(text=REFUSAL[language], refused=True)
+    text = safe_markdown(text)  # what the stream showed, and what is stored and cached
     # Renumber the cited sources 1..n in order of first use, and drop markers that name no source.
     by_number = {c.number: c for c in sources}
     order: dict[int, int] = {}

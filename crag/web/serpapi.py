@@ -19,6 +19,7 @@ from pydantic import SecretStr
 from serpapi import GoogleSearch
 
 from crag.models import WebOutcome, WebResult, WebStatus
+from crag.safe_links import safe_url
 from crag.text.lang import detect_language
 
 log = logging.getLogger(__name__)
@@ -96,16 +97,18 @@ def parse_results(data: dict[str, Any], num: int) -> list[WebResult]:
                 WebResult(
                     kind="answer_box",
                     title=str(box.get("title") or "Answer"),
-                    url=str(box.get("link") or ""),
+                    url=safe_url(str(box.get("link") or "")),
                     snippet=str(text),
                 )
             )
     for item in (data.get("organic_results") or [])[:num]:
-        if isinstance(item, dict) and item.get("link"):
+        # A result whose link is not http(s) (javascript:, data:) is not a web page: left out.
+        url = safe_url(str(item.get("link") or "")) if isinstance(item, dict) else ""
+        if isinstance(item, dict) and url:
             results.append(
                 WebResult(
-                    title=str(item.get("title") or item["link"]),
-                    url=str(item["link"]),
+                    title=str(item.get("title") or url),
+                    url=url,
                     snippet=str(item.get("snippet") or ""),
                 )
             )
@@ -115,7 +118,7 @@ def parse_results(data: dict[str, Any], num: int) -> list[WebResult]:
                 WebResult(
                     kind="related_question",
                     title=str(item.get("question") or item.get("title") or ""),
-                    url=str(item.get("link") or ""),
+                    url=safe_url(str(item.get("link") or "")),
                     snippet=str(item["snippet"]),
                 )
             )
