@@ -1,11 +1,18 @@
 """Where conversation state (history, dialog stack) lives: SQLite by default, so a restart loses
-nothing; Azure Blob or Cosmos DB (botbuilder-azure) when several instances serve one bot."""
+nothing; Azure Blob or Cosmos DB (botbuilder-azure) when several instances serve one bot.
+
+SQLite state untouched for CRAG_STATE_TTL_DAYS is deleted at start and then hourly, so the file
+does not grow with every conversation ever held; a damaged file is quarantined (see SqliteFile)."""
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import logging
 from pathlib import Path
 from typing import Any
 
+import aiosqlite
 import jsonpickle
 from botbuilder.core import MemoryStorage, Storage
 
@@ -18,21 +25,72 @@ CREATE TABLE IF NOT EXISTS bot_state (
     etag INTEGER NOT NULL,
     value TEXT NOT NULL,
     updated_at TEXT NOT NULL DEFAULT (datetime('now'))
-)
+);
+CREATE INDEX IF NOT EXISTS bot_state_updated_at ON bot_state (updated_at);
 """
+
+log = logging.getLogger(__name__)
 
 
 class SqliteStorage(SqliteFile, Storage):
     """botbuilder's Storage over one SQLite table. Values are stored as jsonpickle, like the SDK's
     Blob storage does, so dialog state objects round-trip; e_tag gives optimistic concurrency."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, ttl_days: float = 30.0, sweep_interval: float = 3600.0) -> None:
         SqliteFile.__init__(self, path, busy_timeout_ms=5000)
+        self.ttl_days = ttl_days
+        self.sweep_interval = sweep_interval
+        self._sweeper: asyncio.Task[None] | None = None
+        # One transaction at a time on the shared connection: a failed write rolls back only itself.
+        self._write_lock = asyncio.Lock()
 
     async def open(self) -> None:
-        db = await self.connect()
-        await db.execute(_SCHEMA)
+        await self.connect(self._create_schema)
+        try:
+            await self.sweep()
+        except BaseException:
+            await self.close()
+            raise
+        self._sweeper = asyncio.create_task(self._sweep_periodically(), name="state-sweeper")
+
+    @staticmethod
+    async def _create_schema(db: aiosqlite.Connection) -> None:
+        await db.executescript(_SCHEMA)
         await db.commit()
+
+    async def close(self) -> None:
+        if self._sweeper is not None:
+            self._sweeper.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._sweeper
+            self._sweeper = None
+        await super().close()
+
+    async def sweep(self) -> int:
+        """Delete the state of conversations (and users) untouched for ttl_days; returns rows deleted."""
+        async with self._write_lock:
+            try:
+                cur = await self.db.execute(
+                    "DELETE FROM bot_state WHERE updated_at < datetime('now', ?)",
+                    (f"-{self.ttl_days * 86400:.0f} seconds",),
+                )
+                await self.db.commit()
+            except BaseException:
+                with contextlib.suppress(Exception):
+                    await self.db.rollback()
+                raise
+        deleted = cur.rowcount
+        if deleted:
+            log.info("expired the state of %d conversations/users older than %g days", deleted, self.ttl_days)
+        return deleted
+
+    async def _sweep_periodically(self) -> None:
+        while True:
+            await asyncio.sleep(self.sweep_interval)
+            try:
+                await self.sweep()
+            except Exception:  # a locked or failing database is tried again at the next sweep
+                log.exception("could not sweep expired conversation state")
 
     async def read(self, keys: list[str]) -> dict[str, Any]:
         if not keys:
@@ -53,6 +111,16 @@ class SqliteStorage(SqliteFile, Storage):
     async def write(self, changes: dict[str, Any]) -> None:
         if not changes:
             return
+        async with self._write_lock:
+            try:
+                await self._write(changes)
+                await self.db.commit()
+            except BaseException:
+                with contextlib.suppress(Exception):
+                    await self.db.rollback()
+                raise
+
+    async def _write(self, changes: dict[str, Any]) -> None:
         for key, value in changes.items():
             wanted = value.get("e_tag") if isinstance(value, dict) else getattr(value, "e_tag", None)
             async with self.db.execute("SELECT etag FROM bot_state WHERE key = ?", (key,)) as cur:
@@ -68,13 +136,18 @@ class SqliteStorage(SqliteFile, Storage):
                 " SET etag = excluded.etag, value = excluded.value, updated_at = datetime('now')",
                 (key, etag, jsonpickle.encode(stored)),
             )
-        await self.db.commit()
 
     async def delete(self, keys: list[str]) -> None:
         if keys:
             marks = ",".join("?" * len(keys))
-            await self.db.execute(f"DELETE FROM bot_state WHERE key IN ({marks})", keys)
-            await self.db.commit()
+            async with self._write_lock:
+                try:
+                    await self.db.execute(f"DELETE FROM bot_state WHERE key IN ({marks})", keys)
+                    await self.db.commit()
+                except BaseException:
+                    with contextlib.suppress(Exception):
+                        await self.db.rollback()
+                    raise
 
 
 def make_storage(settings: BotSettings) -> Storage:
@@ -82,7 +155,7 @@ def make_storage(settings: BotSettings) -> Storage:
     if kind == "memory":
         return MemoryStorage()
     if kind == "sqlite":
-        return SqliteStorage(settings.state_db)
+        return SqliteStorage(settings.state_db, ttl_days=settings.state_ttl_days)
     try:  # botbuilder-azure is optional: only multi-instance deployments need it
         from botbuilder.azure import (
             BlobStorage,

@@ -40,10 +40,15 @@ def quarantine_name(path: Path) -> Path:
 
 
 async def open_connection(
-    path: Path, busy_timeout_ms: int, isolation_level: str | None = "", readonly: bool = False
+    path: Path,
+    busy_timeout_ms: int,
+    isolation_level: str | None = "",
+    readonly: bool = False,
+    check: bool = False,
 ) -> aiosqlite.Connection:
     """A connection in WAL mode, its thread a daemon: a store left open by a failed start-up must not
-    keep the process alive after the event loop ended."""
+    keep the process alive after the event loop ended. With `check`, SQLite's quick integrity check
+    runs first (before anything is written to the file) and damage raises CorruptDatabase."""
     if readonly:
         db = aiosqlite.connect(f"file:{path}?mode=ro", uri=True, isolation_level=isolation_level)
     else:
@@ -54,6 +59,11 @@ async def open_connection(
     await db
     try:
         await db.execute(f"PRAGMA busy_timeout={int(busy_timeout_ms)}")
+        if check:
+            async with db.execute("PRAGMA quick_check") as cur:
+                problems = [str(row[0]) for row in await cur.fetchall()]
+            if problems != ["ok"]:
+                raise CorruptDatabase("; ".join(problems)[:300])
         if not readonly:
             # WAL: readers (exports, stats) never block writes, and a killed process keeps every commit.
             await db.execute("PRAGMA journal_mode=WAL")
@@ -87,12 +97,8 @@ class SqliteFile:
         return self._db
 
     async def _open_checked(self, setup: Setup | None, isolation_level: str | None) -> aiosqlite.Connection:
-        db = await open_connection(self.path, self._busy_timeout_ms, isolation_level)
+        db = await open_connection(self.path, self._busy_timeout_ms, isolation_level, check=True)
         try:
-            async with db.execute("PRAGMA quick_check") as cur:
-                problems = [str(row[0]) for row in await cur.fetchall()]
-            if problems != ["ok"]:
-                raise CorruptDatabase("; ".join(problems)[:300])
             if setup is not None:
                 await setup(db)
         except BaseException:
