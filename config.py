@@ -31,6 +31,8 @@ class BotSettings(CragSettings):
         default="sqlite", alias="STATE_STORAGE"
     )
     state_db: Path = Field(default=REPO_ROOT / "data" / "state.sqlite3", alias="CRAG_STATE_DB")
+    # SQLite state of a conversation untouched this many days is deleted (swept at start, then hourly).
+    state_ttl_days: float = Field(default=30.0, gt=0, le=3650, alias="CRAG_STATE_TTL_DAYS")
     azure_storage_connection_string: SecretStr = Field(
         default=SecretStr(""), alias="AZURE_STORAGE_CONNECTION_STRING"
     )
