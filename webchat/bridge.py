@@ -14,6 +14,8 @@ from typing import Any, Protocol
 from botbuilder.core import TurnContext
 from botbuilder.schema import Activity
 
+from crag.logsafe import esc
+
 log = logging.getLogger(__name__)
 
 TurnLogic = Callable[[TurnContext], Awaitable[Any]]
@@ -48,6 +50,8 @@ class BotBridge:
         except Exception:
             # The turn's own errors are answered by the adapter's on_turn_error; this is the rest
             # (e.g. the connector route refused a reply). The user's message stays delivered.
-            log.exception("bot turn failed for %s activity %s", activity.get("type"), activity.get("id"))
+            log.exception(
+                "bot turn failed for %s activity %s", esc(activity.get("type")), esc(activity.get("id"))
+            )
             return False
         return True

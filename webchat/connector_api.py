@@ -47,9 +47,9 @@ class _ConnectorHandler:
         local = _local_address(request)
         # The key proves the caller was handed the serviceUrl; the address check that it runs on this
         # machine, so a leaked key alone does not let another host post.
-        if not hmac.compare_digest(key, self._service.connector_key) or (
-            local is not None and request.remote != local[0]
-        ):
+        if not hmac.compare_digest(
+            key.encode("utf-8", "surrogatepass"), self._service.connector_key.encode()
+        ) or (local is not None and request.remote != local[0]):
             raise ApiError(404, "NotFound", "not found")
         body: Any = await read_json(request, self._service.limits.max_reply_bytes)
         activity_id = self._service.receive_reply(request.match_info["conversation_id"], body)

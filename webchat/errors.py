@@ -8,6 +8,8 @@ from collections.abc import Mapping
 from aiohttp import web
 from aiohttp.typedefs import Handler
 
+from crag.logsafe import esc
+
 log = logging.getLogger(__name__)
 
 
@@ -57,6 +59,6 @@ async def json_errors(request: web.Request, handler: Handler) -> web.StreamRespo
         )
         return error_response(exc.status, code, exc.reason)
     except Exception:
-        log.exception("unhandled error serving %s %s", request.method, request.path)
+        log.exception("unhandled error serving %s %s", esc(request.method), esc(request.path))
         # A bug of ours, not bad input: say so honestly, in JSON, without details (they are in the log).
         return error_response(500, "ServiceError", "internal error")

@@ -51,7 +51,8 @@ class TokenIssuer:
 
     def verify(self, token: str) -> TokenClaims:
         parts = token.split(".")
-        if len(parts) != 3 or parts[0] != _PREFIX:
+        # Non-ASCII text cannot be ours (and hmac.compare_digest refuses to compare it: a TypeError).
+        if len(parts) != 3 or parts[0] != _PREFIX or not token.isascii():
             raise TokenError("malformed token")
         payload, signature = parts[1], parts[2]
         if not hmac.compare_digest(self._sign(payload), signature):
