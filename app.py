@@ -12,6 +12,7 @@ import logging
 import re
 import sys
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import jwt
 from aiohttp import web
@@ -20,21 +21,27 @@ from botbuilder.integration.aiohttp import CloudAdapter
 from botbuilder.schema import Activity, ActivityTypes
 from msrest.exceptions import DeserializationError
 
+from bot.auth import SigningKeysUnavailable
 from bot.connector_cache import CachingAuthentication
-from bot.crag_bot import CragBot
+from bot.crag_bot import REPLIED, CragBot
 from bot.documents import DocumentRoute
 from bot.runtime import BotRuntime
 from bot.state_storage import SqliteStorage, make_storage
 from cards.strings import language_of, t
 from config import BotSettings
 from crag import redact
+from crag.logsafe import esc
 from dialogs.main_dialog import MainDialog
 from webchat import setup_webchat
+from webchat.hosts import HostCheck, is_loopback_host, is_loopback_url
+from webchat.jsonbody import loads as load_json
 
 log = logging.getLogger("app")
 
 MAX_BODY_BYTES = 1024 * 1024
 _BEARER_JWT = re.compile(r"^Bearer [A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]*$")
+# Channels' conversation ids are printable ASCII; the SDK sends the id in a header, which refuses others.
+_CONVERSATION_ID = re.compile(r"^[\x21-\x7e]+$")
 RUNTIME = web.AppKey("runtime", BotRuntime)
 ADAPTER = web.AppKey("adapter", CloudAdapter)
 BOT = web.AppKey("bot", CragBot)
@@ -43,14 +50,19 @@ STORAGE = web.AppKey("storage", Storage)
 
 def create_app(settings: BotSettings) -> web.Application:
     runtime = BotRuntime(settings)
-    adapter = CloudAdapter(CachingAuthentication(settings.bot_framework_config()))
+    adapter = CloudAdapter(CachingAuthentication(settings.bot_framework_config(), settings.auth_timeout))
     adapter.on_turn_error = _on_turn_error
     storage = make_storage(settings)
     conversation_state = ConversationState(storage)
     user_state = UserState(storage)
     bot = CragBot(runtime, conversation_state, user_state, MainDialog(runtime, conversation_state))
 
-    app = web.Application(client_max_size=MAX_BODY_BYTES, middlewares=[_error_middleware])
+    middlewares = [_error_middleware]
+    if not settings.app_id or settings.allowed_hosts:
+        # Against DNS rebinding: the unauthenticated local mode answers only names that are its own.
+        hosts = HostCheck([*settings.allowed_hosts.split(","), urlsplit(settings.base_url).netloc])
+        middlewares.insert(0, hosts.middleware())
+    app = web.Application(client_max_size=MAX_BODY_BYTES, middlewares=middlewares)
     app[RUNTIME] = runtime
     app[ADAPTER] = adapter
     app[BOT] = bot
@@ -86,8 +98,10 @@ async def _cleanup(app: web.Application) -> None:
 
 async def _on_turn_error(context: TurnContext, error: Exception) -> None:
     # Log the details; the user gets a polite sentence, never a stack trace.
-    log.error("unhandled error in turn", exc_info=error)
-    if context.activity.type == ActivityTypes.message and not context.responded:
+    activity = context.activity
+    log.error("unhandled error in turn %s of %s", esc(activity.id), esc(activity.channel_id), exc_info=error)
+    # Every message gets an answer: a typing indicator or a stream's progress alone is none.
+    if activity.type == ActivityTypes.message and not context.turn_state.get(REPLIED):
         try:
             await context.send_activity(t("error", language_of(context.activity.locale)))
         except Exception:
@@ -101,37 +115,58 @@ async def _error_middleware(request: web.Request, handler):  # type: ignore[no-u
     except web.HTTPException:
         raise
     except Exception:
-        log.exception("unhandled error serving %s %s", request.method, request.path)
+        log.exception("unhandled error serving %s %s", esc(request.method), esc(request.path))
         return web.json_response({"error": "internal error"}, status=500)
 
 
 async def messages(request: web.Request) -> web.StreamResponse:
     # Answer client errors ourselves: botbuilder 4.17 turns several of them into 500s.
+    settings = request.app[RUNTIME].settings
     if "application/json" not in request.headers.get("Content-Type", ""):
         return web.json_response({"error": "Content-Type must be application/json"}, status=415)
     try:
-        body = await request.json()
+        async with asyncio.timeout(settings.http_client_timeout):  # a body sent byte by byte
+            raw = await request.read()
+        body = load_json(raw)  # nesting capped: parsed before authentication
     except web.HTTPRequestEntityTooLarge:
         return web.json_response({"error": "activity too large"}, status=413)
-    except (ValueError, UnicodeDecodeError):
-        return web.json_response({"error": "body is not valid JSON"}, status=400)
+    except TimeoutError:
+        return web.json_response({"error": "the body took too long to arrive"}, status=408)
+    except ValueError:  # UnicodeDecodeError is one
+        return web.json_response({"error": "body is not valid JSON (or nests too deeply)"}, status=400)
     if not isinstance(body, dict) or not isinstance(body.get("type"), str):
         return web.json_response({"error": "body is not an activity"}, status=400)
-    if not body.get("serviceUrl") or not isinstance(body.get("conversation"), dict):
+    if not isinstance(body.get("serviceUrl"), str) or not isinstance(body.get("conversation"), dict):
         return web.json_response({"error": "activity lacks serviceUrl or conversation"}, status=400)
+    conversation_id = body["conversation"].get("id")
+    if not isinstance(conversation_id, str) or not _CONVERSATION_ID.match(conversation_id):
+        # The SDK needs it for state and replies (and a line break in it would forge log lines).
+        return web.json_response({"error": "conversation.id must be a non-empty ASCII string"}, status=400)
     try:
         Activity().deserialize(body)
     except (DeserializationError, ValueError, TypeError, AttributeError):
         return web.json_response({"error": "body is not a valid activity"}, status=400)
-    if request.app[RUNTIME].settings.app_id and not _BEARER_JWT.match(
-        request.headers.get("Authorization", "")
-    ):
+    if not settings.app_id and not is_loopback_url(body["serviceUrl"]):
+        # Unauthenticated, the bot would post its replies wherever a caller points it (SSRF).
+        log.warning(
+            "refused an activity for serviceUrl %s (local mode: loopback only)", esc(body["serviceUrl"])
+        )
+        return web.json_response(
+            {"error": "without MicrosoftAppId the bot replies only to a loopback serviceUrl"}, status=403
+        )
+    if settings.app_id and not _BEARER_JWT.match(request.headers.get("Authorization", "")):
         # The SDK answers a malformed token with 500; a caller without a valid token gets 401.
         return web.json_response({"error": "a Bot Framework bearer token is required"}, status=401)
     try:
         response = await request.app[ADAPTER].process(request, request.app[BOT])
-    except (PermissionError, jwt.PyJWTError):
+    except (PermissionError, jwt.PyJWTError, web.HTTPUnauthorized):
         return web.json_response({"error": "invalid bearer token"}, status=401)
+    except SigningKeysUnavailable:
+        return web.json_response(
+            {"error": "the token's signing keys cannot be fetched; try again later"},
+            status=503,
+            headers={"Retry-After": "30"},
+        )
     return response or web.Response(status=201)
 
 
@@ -194,6 +229,18 @@ def main() -> None:
     if not settings.docs_dir.is_dir() and not settings.azure_search_endpoint:
         print(f"documents folder not found: {settings.docs_dir} (set CRAG_DOCS_DIR)", file=sys.stderr)
         raise SystemExit(2)
+    if not settings.app_id and not is_loopback_host(settings.bind_host):
+        if not settings.allow_remote_unauthenticated:
+            print(
+                f"refusing to listen on {settings.bind_host} without MicrosoftAppId: anyone who can reach it "
+                "could use the bot unauthenticated. Set MicrosoftAppId, or HOST=127.0.0.1, or "
+                "CRAG_ALLOW_REMOTE_UNAUTHENTICATED=true if you really mean it.",
+                file=sys.stderr,
+            )
+            raise SystemExit(2)
+        log.warning(
+            "listening on %s WITHOUT authentication (CRAG_ALLOW_REMOTE_UNAUTHENTICATED)", settings.bind_host
+        )
     redact.install(redact.secret_values(settings))
     auth = "on" if settings.app_id else "off (Emulator / local)"
     log.info("starting on http://%s:%d/api/messages, auth %s", settings.bind_host, settings.port, auth)
@@ -203,7 +250,15 @@ def main() -> None:
     except ValueError as exc:  # a storage or provider setting that cannot work
         print(f"invalid settings: {exc}", file=sys.stderr)
         raise SystemExit(2) from None
-    web.run_app(app, host=settings.bind_host, port=settings.port, print=None)
+    # aiohttp closes a connection that has not sent a whole request (headers) within keepalive_timeout
+    # of connecting or of its previous answer: idle and byte-by-byte (slowloris) clients alike.
+    web.run_app(
+        app,
+        host=settings.bind_host,
+        port=settings.port,
+        print=None,
+        keepalive_timeout=settings.http_client_timeout,
+    )
 
 
 if __name__ == "__main__":

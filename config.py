@@ -57,6 +57,18 @@ class BotSettings(CragSettings):
     # Where inbound tokens' signing keys are published. Empty: the public Bot Framework cloud. Set for
     # a sovereign or private cloud (and, in tests, a local OpenID endpoint with its own keys).
     openid_metadata_url: str = Field(default="", alias="BOT_OPENID_METADATA_URL")
+    # Seconds a request's token validation may wait for the signing keys before answering 503.
+    auth_timeout: float = Field(default=10.0, gt=0, le=120, alias="BOT_AUTH_TIMEOUT")
+
+    # Without an app id the bot is a loopback tool: it listens on 127.0.0.1, replies only to loopback
+    # serviceUrls and answers only Host names that are IP literals, "localhost", PUBLIC_BASE_URL's
+    # host or one listed here (comma-separated; against DNS rebinding). A non-loopback HOST without
+    # an app id is refused unless CRAG_ALLOW_REMOTE_UNAUTHENTICATED is set.
+    allowed_hosts: str = Field(default="", alias="CRAG_ALLOWED_HOSTS")
+    allow_remote_unauthenticated: bool = Field(default=False, alias="CRAG_ALLOW_REMOTE_UNAUTHENTICATED")
+    # A client has this many seconds to send a request (headers, from connecting or from the previous
+    # answer) and again to send its body; then the connection is closed (slowloris).
+    http_client_timeout: float = Field(default=15.0, gt=0, le=3600, alias="CRAG_HTTP_CLIENT_TIMEOUT")
 
     # With an app id, links to documents served under /docs/ are signed and expire (like a SAS URL).
     # Empty secret: derived from MicrosoftAppPassword, so every instance of the bot accepts the links.

@@ -14,6 +14,7 @@ from bot.runtime import BotRuntime
 from cards.answer_card import ASK_ACTION, FEEDBACK_ACTION
 from cards.strings import Lang, t
 from crag.feedback.store import FeedbackOutcome
+from crag.logsafe import esc
 
 log = logging.getLogger(__name__)
 
@@ -83,7 +84,9 @@ async def rate(context: TurnContext, runtime: BotRuntime, value: Any, lang: Lang
         data = FeedbackSubmit.model_validate(value)
     except ValidationError as exc:
         log.warning(
-            "rejected card feedback in %s: %s", conversation, "; ".join(e["msg"] for e in exc.errors())[:200]
+            "rejected card feedback in %s: %s",
+            esc(conversation),
+            esc("; ".join(e["msg"] for e in exc.errors())),
         )
         return Rating(False, t("feedback.invalid", lang), lang)
     user_id = activity.from_property.id if activity.from_property else ""
@@ -100,7 +103,7 @@ async def rate(context: TurnContext, runtime: BotRuntime, value: Any, lang: Lang
         log.exception("could not store feedback for %s", data.result_id)
         return Rating(False, t("feedback.failed", lang), lang)
     if receipt.outcome is FeedbackOutcome.UNKNOWN_ANSWER:
-        log.warning("feedback for unknown answer %s in %s", data.result_id, conversation)
+        log.warning("feedback for unknown answer %s in %s", data.result_id, esc(conversation))
         return Rating(False, t("feedback.invalid", lang), lang)
     log.info("feedback %s %s for %s", receipt.outcome.value, data.reaction, data.result_id)
     lang = "ja" if receipt.language == "ja" else lang  # thank in the language of the rated answer

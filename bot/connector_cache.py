@@ -14,6 +14,8 @@ from botbuilder.schema import Activity
 from botframework.connector import ConnectorClient
 from botframework.connector.auth import AuthenticateRequestResult, ConnectorFactory
 
+from bot import auth
+
 
 class CachingConnectorFactory(ConnectorFactory):
     def __init__(self, inner: ConnectorFactory, cache: OrderedDict[tuple[str, str], ConnectorClient]) -> None:
@@ -34,16 +36,20 @@ class CachingConnectorFactory(ConnectorFactory):
 
 
 class CachingAuthentication(ConfigurationBotFrameworkAuthentication):
-    """The SDK's configuration-based authentication, handing out cached connector clients."""
+    """The SDK's configuration-based authentication, handing out cached connector clients; token
+    validation with signing keys fetched off the event loop and a deadline (see bot/auth.py)."""
 
     MAX_CLIENTS = 256  # one per channel endpoint in practice; bounded for safety
 
-    def __init__(self, configuration: object) -> None:
+    def __init__(self, configuration: object, auth_timeout: float = 10.0) -> None:
         super().__init__(configuration)
         self._clients: OrderedDict[tuple[str, str], ConnectorClient] = OrderedDict()
+        self._auth_timeout = auth_timeout
+        auth.install(auth_timeout)
 
     async def authenticate_request(self, activity: Activity, auth_header: str) -> AuthenticateRequestResult:
-        result = await super().authenticate_request(activity, auth_header)
+        # Raises PermissionError (401) for a bad token, auth.SigningKeysUnavailable (503) without keys.
+        result = await auth.validate(super().authenticate_request(activity, auth_header), self._auth_timeout)
         if result.connector_factory is not None:
             result.connector_factory = CachingConnectorFactory(result.connector_factory, self._clients)
         return result

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import logging
+import re
+from collections.abc import Awaitable, Callable
 
 from botbuilder.core import (
     ActivityHandler,
@@ -14,15 +16,20 @@ from botbuilder.core import (
     UserState,
 )
 from botbuilder.dialogs import Dialog, DialogExtensions
-from botbuilder.schema import Activity, ChannelAccount
+from botbuilder.schema import Activity, ActivityTypes, ChannelAccount, ResourceResponse
 
 from bot.card_actions import followup_question, handle_submit, is_card_submit
 from bot.invokes import on_invoke
 from bot.runtime import BotRuntime
 from cards.strings import language_of, t
 from cards.welcome_card import welcome_card
+from crag.logsafe import esc
 
 log = logging.getLogger(__name__)
+
+# turn_state key: True once a message (not a typing indicator) went out in this turn.
+REPLIED = "crag.replied"
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 class CragBot(ActivityHandler):
@@ -39,6 +46,11 @@ class CragBot(ActivityHandler):
         self.dialog = dialog
 
     async def on_turn(self, turn_context: TurnContext) -> None:
+        turn_context.on_send_activities(_note_reply)
+        activity = turn_context.activity
+        if isinstance(activity.text, str):
+            # JSON may carry a lone surrogate ("\\ud800"), which no reply, log or database can encode.
+            activity.text = _LONE_SURROGATE.sub("\ufffd", activity.text)
         await super().on_turn(turn_context)
         await self.conversation_state.save_changes(turn_context)
         await self.user_state.save_changes(turn_context)
@@ -69,14 +81,14 @@ class CragBot(ActivityHandler):
                 await handle_submit(turn_context, self.runtime, language_of(activity.locale))
                 return
             # A follow-up suggestion button: ask it as if the user had typed it.
-            activity.text, activity.value = question, None
+            activity.text, activity.value = _LONE_SURROGATE.sub("\ufffd", question), None
         kind = activity.conversation.conversation_type if activity.conversation else None
         if kind in ("channel", "groupChat") and not _mentions_bot(activity):
             # Only messages addressed to the bot are for it (Teams delivers these, other clients may not).
-            log.info("ignored a %s message that does not mention the bot", kind)
+            log.info("ignored a %s message that does not mention the bot", esc(kind))
             return
         # In channels the text starts with "<at>Bot</at>"; the question is what follows.
-        activity.text = (TurnContext.remove_recipient_mention(activity) or "").strip()
+        activity.text = _without_bot_mention(activity).strip()
         await DialogExtensions.run_dialog(
             self.dialog, turn_context, self.conversation_state.create_property("DialogState")
         )
@@ -86,7 +98,37 @@ class CragBot(ActivityHandler):
         return await on_invoke(turn_context, self.runtime)
 
     async def on_unrecognized_activity_type(self, turn_context: TurnContext) -> None:
-        log.info("ignored activity of type %r", turn_context.activity.type)
+        log.info("ignored activity of type %s", esc(turn_context.activity.type))
+
+
+async def _note_reply(
+    context: TurnContext,
+    activities: list[Activity],
+    send: Callable[[], Awaitable[list[ResourceResponse]]],
+) -> list[ResourceResponse]:
+    responses = await send()
+    if any(a.type == ActivityTypes.message for a in activities):
+        context.turn_state[REPLIED] = True
+    return responses
+
+
+def _without_bot_mention(activity: Activity) -> str:
+    """The text without the "<at>Bot</at>" of mentions of the bot. The SDK's remove_recipient_mention
+    raises on a mention entity without `mentioned` and reads the mention's text as a regex."""
+    text = activity.text or ""
+    bot_id = activity.recipient.id if activity.recipient else None
+    for entity in activity.entities or []:
+        props = entity.additional_properties or {}
+        mentioned, mention_text = props.get("mentioned"), props.get("text")
+        if (
+            (entity.type or "").lower() == "mention"
+            and isinstance(mentioned, dict)
+            and mentioned.get("id") == bot_id
+            and isinstance(mention_text, str)
+            and mention_text
+        ):
+            text = text.replace(mention_text, "")
+    return text
 
 
 def _mentions_bot(activity: Activity) -> bool:

@@ -18,10 +18,12 @@ from bot.runtime import BotRuntime
 from bot.teams_message import EmptyInvokeBody
 from cards.answer_card import FEEDBACK_ACTION, error_card, thanks_card
 from cards.strings import Lang, language_of, t
+from crag.logsafe import esc
 
 log = logging.getLogger(__name__)
 
 CARD_CONTENT_TYPE = "application/vnd.microsoft.card.adaptive"
+ERROR_CONTENT_TYPE = "application/vnd.microsoft.error"
 _REACTIONS = {"like": "up", "dislike": "down"}
 
 
@@ -31,8 +33,12 @@ async def on_invoke(context: TurnContext, runtime: BotRuntime) -> InvokeResponse
         return await native_feedback(context, runtime)
     if name == "adaptiveCard/action":
         return await card_action(context, runtime)
-    log.info("unhandled invoke %r", name)
-    return InvokeResponse(status=501)
+    log.info("unhandled invoke %s", esc(name, 100))
+    # Not a server failure: HTTP 200 with the invoke protocol's own error body (statusCode 501).
+    error = {"code": "NotImplemented", "message": "this bot does not handle this invoke"}
+    return InvokeResponse(
+        status=200, body=AdaptiveCardInvokeResponse(status_code=501, type=ERROR_CONTENT_TYPE, value=error)
+    )
 
 
 async def native_feedback(context: TurnContext, runtime: BotRuntime) -> InvokeResponse:
@@ -51,7 +57,7 @@ async def native_feedback(context: TurnContext, runtime: BotRuntime) -> InvokeRe
     try:
         result_id = await feedback.answer_for_message(conversation, activity.reply_to_id)
         if result_id is None:
-            log.warning("native feedback for an unknown message in %s", conversation)
+            log.warning("native feedback for an unknown message in %s", esc(conversation))
             return InvokeResponse(status=400, body=EmptyInvokeBody())
         receipt = await feedback.record_feedback(
             result_id,
@@ -77,7 +83,7 @@ async def card_action(context: TurnContext, runtime: BotRuntime) -> InvokeRespon
     value = activity.value if isinstance(activity.value, dict) else {}
     action = value.get("action") if isinstance(value.get("action"), dict) else {}
     if action.get("verb") != FEEDBACK_ACTION:
-        log.warning("rejected card action with verb %r", str(action.get("verb"))[:40])
+        log.warning("rejected card action with verb %s", esc(action.get("verb"), 40))
         return _card(error_card(t("feedback.invalid", lang)))
     rating = await rate(context, runtime, action.get("data"), lang, "card-execute")
     if not rating.stored:

@@ -13,6 +13,7 @@ from bot.runtime import BotRuntime
 from bot.streaming import TeamsStreamer, can_stream
 from bot.teams_message import answer_activity
 from cards.strings import Lang, language_of, t
+from crag.logsafe import esc
 from crag.models import Turn
 from crag.text.lang import detect_language
 
@@ -60,10 +61,10 @@ class MainDialog(ComponentDialog):
             await self.history.set(context, [])
             await context.send_activity(MessageFactory.text(t("reset", lang)))
         elif not text:
-            log.info("empty message in %s", context.activity.conversation.id)
+            log.info("empty message in %s", esc(context.activity.conversation.id))
             await context.send_activity(MessageFactory.text(t("empty", lang)))
         elif len(text) > self.runtime.settings.max_question_chars:
-            log.info("message too long (%d chars) in %s", len(text), context.activity.conversation.id)
+            log.info("message too long (%d chars) in %s", len(text), esc(context.activity.conversation.id))
             limit = self.runtime.settings.max_question_chars
             await context.send_activity(
                 MessageFactory.text(t("too_long", lang, length=len(text), limit=limit))
