@@ -52,6 +52,11 @@ class BotRuntime:
     def ready(self) -> bool:
         return self.engine is not None
 
+    @property
+    def quarantined(self) -> list[str]:
+        """Damaged feedback files moved aside on this start (the database or pending lines)."""
+        return list(self.feedback.quarantined)
+
     async def start(self) -> None:
         await self.feedback.open()
 

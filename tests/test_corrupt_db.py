@@ -149,3 +149,20 @@ def test_the_app_starts_despite_corrupt_files_and_stops_on_sigterm(tmp_path: Pat
         assert time.monotonic() - started < 15
     finally:
         app.stop()
+
+
+async def test_the_runtime_lists_quarantined_feedback_files(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from bot.runtime import BotRuntime
+    from config import BotSettings
+
+    db = tmp_path / "feedback.sqlite3"
+    db.write_bytes(GARBAGE)
+    monkeypatch.setenv("CRAG_FEEDBACK_DB", str(db))
+    runtime = BotRuntime(BotSettings())
+    await runtime.start()
+    try:
+        assert [Path(p).name.split(".corrupt-")[0] for p in runtime.quarantined] == ["feedback.sqlite3"]
+    finally:
+        await runtime.close()
