@@ -192,6 +192,10 @@ async def health(request: web.Request) -> web.Response:
             "thresholds": {"upper": runtime.engine.config.upper, "lower": runtime.engine.config.lower},
             "cache": _cache_stats(runtime),
         }
+    # Damaged feedback / state files moved aside on this start: someone should look at them.
+    storage = request.app[STORAGE]
+    moved = runtime.quarantined + (storage.quarantined if isinstance(storage, SqliteStorage) else [])
+    payload["quarantined_files"] = [Path(p).name for p in moved]
     return web.json_response(payload, status=status, dumps=lambda o: json.dumps(o, ensure_ascii=False))
 
 

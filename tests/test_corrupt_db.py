@@ -136,7 +136,10 @@ def test_the_app_starts_despite_corrupt_files_and_stops_on_sigterm(tmp_path: Pat
     app.feedback_db.with_name("feedback.sqlite3.pending.replaying").write_text("\x00\x01 torn", "utf-8")
     try:
         app.start(timeout=90)  # /api/health answers 200
-        assert app.health()["status"] == "ok"
+        health = app.health()
+        assert health["status"] == "ok"
+        moved = {name.split(".corrupt-")[0] for name in health["quarantined_files"]}
+        assert {"feedback.sqlite3", "state.sqlite3", "feedback.sqlite3.pending.jsonl"} <= moved
         log = app.log()
         assert "feedback.sqlite3 is corrupt" in log and "state.sqlite3 is corrupt" in log
         assert "could not be replayed" in log
