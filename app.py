@@ -46,6 +46,7 @@ RUNTIME = web.AppKey("runtime", BotRuntime)
 ADAPTER = web.AppKey("adapter", CloudAdapter)
 BOT = web.AppKey("bot", CragBot)
 STORAGE = web.AppKey("storage", Storage)
+INDEX_TASK: web.AppKey[asyncio.Task[None]] = web.AppKey("index_task")
 
 
 def create_app(settings: BotSettings) -> web.Application:
@@ -83,11 +84,11 @@ async def _startup(app: web.Application) -> None:
     if isinstance(storage, SqliteStorage):
         await storage.open()
     # The server answers at once; messages get a "still indexing" reply until the index is ready.
-    app["index_task"] = asyncio.create_task(runtime.load_index())
+    app[INDEX_TASK] = asyncio.create_task(runtime.load_index())
 
 
 async def _cleanup(app: web.Application) -> None:
-    task: asyncio.Task[None] = app["index_task"]
+    task = app[INDEX_TASK]
     if not task.done():
         task.cancel()
     await app[RUNTIME].close()

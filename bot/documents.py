@@ -20,6 +20,7 @@ from urllib.parse import quote
 from aiohttp import web
 
 from bot.doc_links import DocLinks
+from crag.ingest.loaders import is_indexable
 
 log = logging.getLogger(__name__)
 
@@ -78,11 +79,6 @@ class DocumentRoute:
             return None  # a NUL would make the OS calls below raise; control characters name no document
         if rel not in self._indexed():
             return None
-        path = self._root
-        for part in rel.split("/"):
-            if part in ("", ".", "..") or part.startswith("."):
-                return None
-            path = path / part
-            if path.is_symlink():  # swapped for a link after indexing
-                return None
-        return path if path.is_file() else None
+        path = self._root / rel
+        # The indexer's own filter, checked again now: the file may have been swapped for a link.
+        return path if is_indexable(path, self._root) else None
