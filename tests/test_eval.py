@@ -6,6 +6,7 @@ import json
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -171,3 +172,109 @@ def test_percentile_and_sweep() -> None:
     rows = sweep(records, [(0.8, 0.4), (0.6, 0.4)])
     assert rows[0]["upper"] == 0.6 and rows[0]["routing.accuracy"] == 1.0
     assert rows[1]["routing.accuracy"] == 0.5 and rows[1]["ambiguous_share"] == 0.5
+
+
+def test_confidently_wrong_multi_part_and_kinds() -> None:
+    records = [
+        # Green badge, right fact.
+        _rec(kind="literal", branch="correct", cited_files=["a.md"], answer="It is 42."),
+        # Green badge, wrong fact: confidently wrong.
+        _rec(kind="paraphrase", branch="correct", cited_files=["a.md"], answer="It is 24."),
+        # Wrong fact, but not under the green badge: wrong, not confidently.
+        _rec(kind="paraphrase", branch="ambiguous", cited_files=["a.md"], answer="maybe 7"),
+        # Multi-part: one of the two parts missing is not an answer, both present is.
+        _rec(kind="multi_part", branch="correct", answer="4100", answers_all=[["4100"], ["4199"]]),
+        _rec(kind="multi_part", branch="correct", answer="4100 and 4199", answers_all=[["4100"], ["4199"]]),
+        # The documents cannot answer it, yet the bot answered from them.
+        _rec(
+            kind="topic_mentioned_fact_absent",
+            in_corpus=False,
+            gold_file=None,
+            expected_branch="incorrect",
+            branch="correct",
+            answers=[],
+        ),
+        _rec(
+            kind="topic_mentioned_fact_absent",
+            in_corpus=False,
+            gold_file=None,
+            expected_branch="incorrect",
+            branch="incorrect",
+            answers=[],
+        ),
+    ]
+    m = compute_metrics(records)
+    assert m["answer.confidently_wrong"] == pytest.approx(3 / 7)
+    assert m["answer.from_documents"] == pytest.approx(5 / 7)
+    assert m["answer.in_corpus_contains_gold"] == pytest.approx(2 / 5)
+    assert m["by_kind.multi_part.answer.contains_gold"] == pytest.approx(1 / 2)
+    assert m["by_kind.multi_part.answer.confidently_wrong"] == pytest.approx(1 / 2)
+    assert m["by_kind.paraphrase.answer.confidently_wrong"] == pytest.approx(1 / 2)
+    assert m["by_kind.topic_mentioned_fact_absent.routing.accuracy"] == pytest.approx(1 / 2)
+    assert m["by_kind.topic_mentioned_fact_absent.answer.from_documents"] == pytest.approx(1 / 2)
+    assert "by_kind.topic_mentioned_fact_absent.retrieval.recall_at_5" not in m  # nothing to retrieve
+    assert m["by_kind.literal.questions"] == 1
+
+
+def test_a_question_answered_by_two_files_counts_either() -> None:
+    rec = _rec(gold_files=["a.md", "b.md"], retrieved_files=["c.md", "b.md"], cited_files=["b.md"])
+    m = compute_metrics([rec])
+    assert m["retrieval.recall_at_1"] == 0.0 and m["retrieval.recall_at_5"] == 1.0
+    assert m["retrieval.mrr_at_10"] == pytest.approx(1 / 2)
+
+
+async def test_history_reaches_the_engine_and_kinds_reach_the_results(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from crag.engine import CragEngine
+    from crag.eval.dataset import load_dataset
+    from crag.eval.runner import evaluate
+    from crag.settings import CragSettings
+
+    data = tmp_path / "set"
+    (data / "corpus").mkdir(parents=True)
+    (data / "corpus" / "desk.md").write_text(
+        "# Service desk\n\n## Contact\n\nCall the service desk on extension 4100. Out of hours, call 4199.\n",
+        "utf-8",
+    )
+    questions = [
+        {
+            "id": "q1",
+            "question": "and out of hours?",
+            "answers": ["4199"],
+            "gold_file": "desk.md",
+            "in_corpus": True,
+            "expected_branch": "correct",
+            "kind": "follow_up",
+            "history": [{"question": "What is the service desk extension?", "answer": "4100"}],
+        },
+        {
+            "id": "q2",
+            "question": "service desk extension and the out-of-hours number?",
+            "answers": ["4100"],
+            "answers_all": [["4100"], ["4199"]],
+            "gold_file": "desk.md",
+            "in_corpus": True,
+            "expected_branch": "correct",
+            "kind": "multi_part",
+        },
+    ]
+    (data / "questions.jsonl").write_text("\n".join(json.dumps(q) for q in questions), "utf-8")
+    seen: list[tuple[str, list[str]]] = []
+    original = CragEngine.run
+
+    async def spy(self: CragEngine, question: str, history: Any = (), **kwargs: Any) -> Any:
+        seen.append((question, [t.question for t in history]))
+        return await original(self, question, history, **kwargs)
+
+    monkeypatch.setattr(CragEngine, "run", spy)
+    metrics, _ = await evaluate(load_dataset(data), tmp_path / "out", CragSettings())
+    assert seen == [
+        ("and out of hours?", ["What is the service desk extension?"]),
+        (questions[1]["question"], []),
+    ]
+    rows = [json.loads(line) for line in (tmp_path / "out" / "results.jsonl").read_text("utf-8").splitlines()]
+    assert [r["kind"] for r in rows] == ["follow_up", "multi_part"]
+    assert rows[1]["answers_all"] == [["4100"], ["4199"]]
+    assert metrics["by_kind.follow_up.questions"] == 1 and "answer.confidently_wrong" in metrics
+    assert isinstance(rows[0]["confidently_wrong"], bool)

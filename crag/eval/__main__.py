@@ -18,7 +18,7 @@ from tqdm import tqdm
 
 from crag.eval.dataset import load_dataset
 from crag.eval.metrics import sweep
-from crag.eval.report import write_report
+from crag.eval.report import kind_table, write_report
 from crag.eval.runner import evaluate
 from crag.settings import CragSettings
 
@@ -63,10 +63,13 @@ def main(argv: list[str] | None = None) -> int:
         providers,
         sweep_rows,
     )
-    width = max(len(k) for k in metrics)
-    for key, value in metrics.items():
+    overall = {k: v for k, v in metrics.items() if not k.startswith("by_kind.")}
+    width = max(len(k) for k in overall)
+    for key, value in overall.items():
         shown = f"{value:.3f}" if isinstance(value, float) else str(value)
         print(f"{key:<{width}}  {shown}")
+    for line in kind_table(metrics):
+        print(line)
     if sweep_rows:
         best = sweep_rows[0]
         print(

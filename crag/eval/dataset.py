@@ -8,6 +8,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
+from crag.models import Turn
+
 
 class Question(BaseModel):
     id: str
@@ -18,6 +20,21 @@ class Question(BaseModel):
     expected_branch: Literal["correct", "ambiguous", "incorrect"]
     # Withheld questions the corpus may partly answer anyway (see the dataset README).
     answer_near_in_corpus: bool | None = None
+    # Optional (DESIGN §5): the kind of question (literal, paraphrase, cross_language, ...) for a
+    # breakdown; its language; earlier turns passed to the engine; groups of answer variants that
+    # must all appear (multi-part questions); every file that holds a part of the answer.
+    kind: str | None = None
+    lang: str | None = None
+    history: list[Turn] | None = None
+    answers_all: list[list[str]] | None = None
+    gold_files: list[str] | None = None
+
+    @property
+    def gold_set(self) -> list[str]:
+        """The files that answer it: gold_files, or gold_file alone."""
+        if self.gold_files:
+            return list(self.gold_files)
+        return [self.gold_file] if self.gold_file else []
 
 
 class Dataset(BaseModel):

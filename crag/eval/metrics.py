@@ -28,6 +28,26 @@ class Record(BaseModel):
     latency_ms: float
     scores: list[float] = []  # grades of the retrieved chunks, for threshold sweeps
     near: bool = False  # withheld, but the corpus may partly answer it
+    kind: str | None = None  # literal, paraphrase, cross_language, ... (optional in a dataset)
+    gold_files: list[str] = []  # every file holding a part of the answer (empty: gold_file alone)
+    answers_all: list[list[str]] | None = None  # multi-part: one group of variants per part
+
+    @property
+    def golds(self) -> list[str]:
+        return self.gold_files or ([self.gold_file] if self.gold_file else [])
+
+    @property
+    def answered(self) -> bool:
+        """The answer holds the gold: every part of a multi-part question, else any variant."""
+        if self.answers_all:
+            return all(contains_any(self.answer, group) for group in self.answers_all)
+        return contains_any(self.answer, self.answers)
+
+    @property
+    def confidently_wrong(self) -> bool:
+        """Answered from documents alone (the green badge) with a wrong or missing fact, or on a
+        question the documents cannot answer."""
+        return self.branch == "correct" and (not self.in_corpus or not self.answered)
 
 
 def normalize(text: str) -> str:
@@ -41,7 +61,7 @@ def contains_any(text: str, answers: Sequence[str]) -> bool:
 
 def recall_at(records: Sequence[Record], k: int) -> float:
     rows = [r for r in records if r.in_corpus]
-    return _mean([r.gold_file in r.retrieved_files[:k] for r in rows])
+    return _mean([any(g in r.retrieved_files[:k] for g in r.golds) for r in rows])
 
 
 def mrr_at(records: Sequence[Record], k: int) -> float:
@@ -49,7 +69,8 @@ def mrr_at(records: Sequence[Record], k: int) -> float:
     ranks = []
     for r in rows:
         top = r.retrieved_files[:k]
-        ranks.append(1.0 / (top.index(r.gold_file) + 1) if r.gold_file in top else 0.0)
+        found = [top.index(g) for g in r.golds if g in top]
+        ranks.append(1.0 / (min(found) + 1) if found else 0.0)
     return _mean(ranks)
 
 
@@ -96,15 +117,52 @@ def compute_metrics(records: Sequence[Record]) -> dict[str, float]:
             [r.branch == r.expected_branch for r in records if not r.near]
         ),
         "routing.in_corpus_internal": _mean(
-            [r.branch in ("correct", "ambiguous") and r.gold_file in r.cited_files for r in inside]
+            [
+                r.branch in ("correct", "ambiguous") and any(g in r.cited_files for g in r.golds)
+                for r in inside
+            ]
         ),
         "routing.withheld_web": _mean([r.branch in ("ambiguous", "incorrect") for r in withheld]),
-        "answer.in_corpus_contains_gold": _mean([contains_any(r.answer, r.answers) for r in inside]),
-        "answer.withheld_contains_gold": _mean([contains_any(r.answer, r.answers) for r in withheld]),
+        "answer.in_corpus_contains_gold": _mean([r.answered for r in inside]),
+        "answer.withheld_contains_gold": _mean([r.answered for r in withheld]),
+        # Share of all questions answered from documents alone with a wrong or missing fact: the
+        # failure an employee trusts most and forgives least.
+        "answer.confidently_wrong": _mean([r.confidently_wrong for r in records]),
+        "answer.from_documents": _mean([r.branch == "correct" for r in records]),
         "answer.mean_chars": statistics.fmean([len(r.answer) for r in records]) if records else 0.0,
         "latency_ms.p50": percentile(latencies, 0.5),
         "latency_ms.p95": percentile(latencies, 0.95),
+        **by_kind(records),
     }
+
+
+KIND_METRICS = (
+    "questions",
+    "routing.accuracy",
+    "retrieval.recall_at_5",
+    "answer.contains_gold",
+    "answer.from_documents",
+    "answer.confidently_wrong",
+)
+
+
+def by_kind(records: Sequence[Record]) -> dict[str, float]:
+    """`by_kind.<kind>.<metric>` for datasets whose questions carry a kind (DESIGN §5)."""
+    out: dict[str, float] = {}
+    for kind in sorted({r.kind for r in records if r.kind}):
+        rows = [r for r in records if r.kind == kind]
+        inside = [r for r in rows if r.in_corpus]
+        values: dict[str, float] = {
+            "questions": len(rows),
+            "routing.accuracy": _mean([r.branch == r.expected_branch for r in rows]),
+            "answer.from_documents": _mean([r.branch == "correct" for r in rows]),
+            "answer.confidently_wrong": _mean([r.confidently_wrong for r in rows]),
+        }
+        if inside:
+            values["retrieval.recall_at_5"] = recall_at(inside, 5)
+            values["answer.contains_gold"] = _mean([r.answered for r in inside])
+        out.update({f"by_kind.{kind}.{m}": values[m] for m in KIND_METRICS if m in values})
+    return out
 
 
 def branch_for(scores: Sequence[float], upper: float, lower: float) -> str:

@@ -11,7 +11,7 @@ matplotlib.use("Agg")  # files only: no display on servers and CI
 
 import matplotlib.pyplot as plt
 
-from crag.eval.metrics import Record
+from crag.eval.metrics import KIND_METRICS, Record
 
 BRANCHES = ("correct", "ambiguous", "incorrect")
 
@@ -90,8 +90,9 @@ def write_report(
         "",
         "| metric | value |",
         "|---|---|",
-        *(f"| {k} | {_fmt(v)} |" for k, v in metrics.items()),
+        *(f"| {k} | {_fmt(v)} |" for k, v in metrics.items() if not k.startswith("by_kind.")),
         "",
+        *kind_table(metrics),
         "## Routing",
         "",
         "| expected \\ got | " + " | ".join(BRANCHES) + " |",
@@ -128,6 +129,25 @@ def write_report(
     path = out_dir / "report.md"
     path.write_text("\n".join(lines), "utf-8")
     return path
+
+
+def kind_table(metrics: dict[str, float]) -> list[str]:
+    """The by_kind.<kind>.<metric> values as a Markdown table (no lines when there are none)."""
+    kinds = list(dict.fromkeys(k.split(".")[1] for k in metrics if k.startswith("by_kind.")))
+    if not kinds:
+        return []
+    header = ["kind", *(m.split(".")[-1] for m in KIND_METRICS)]
+    rows = [
+        "| " + " | ".join(header) + " |",
+        "|---" * len(header) + "|",
+    ]
+    for kind in kinds:
+        cells = [kind]
+        for m in KIND_METRICS:
+            value = metrics.get(f"by_kind.{kind}.{m}")
+            cells.append("–" if value is None else _fmt(value))
+        rows.append("| " + " | ".join(cells) + " |")
+    return ["## By kind", "", *rows, ""]
 
 
 def _fmt(v: float) -> str:

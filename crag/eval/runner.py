@@ -57,7 +57,7 @@ async def evaluate(
             for i, q in enumerate(questions):
                 serp.current = q.id
                 started = time.perf_counter()
-                result = await engine.run(q.question)
+                result = await engine.run(q.question, q.history or ())
                 latency = (time.perf_counter() - started) * 1000
                 record = _record(q, result, latency)
                 records.append(record)
@@ -101,6 +101,9 @@ def _record(q: Question, result: CragResult, latency_ms: float) -> Record:
         latency_ms=latency_ms,
         scores=[g.score for g in retrieved],
         near=bool(q.answer_near_in_corpus),
+        kind=q.kind,
+        gold_files=q.gold_set,
+        answers_all=q.answers_all,
     )
 
 
@@ -110,9 +113,14 @@ def _row(q: Question, result: CragResult, latency_ms: float) -> dict[str, object
         "question": q.question,
         "expected_branch": q.expected_branch,
         "branch": result.branch.value,
+        "confidently_wrong": _record(q, result, latency_ms).confidently_wrong,
         "answer": result.answer,
         "gold_answers": q.answers,
+        "kind": q.kind,
         "gold_file": q.gold_file,
+        "gold_files": q.gold_set,
+        "answers_all": q.answers_all,
+        "history": [t.model_dump() for t in q.history or ()],
         "cited_files": result.cited_files,
         "urls": result.web_urls,
         "web_status": result.web.status.value,
