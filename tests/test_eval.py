@@ -278,3 +278,16 @@ async def test_history_reaches_the_engine_and_kinds_reach_the_results(
     assert rows[1]["answers_all"] == [["4100"], ["4199"]]
     assert metrics["by_kind.follow_up.questions"] == 1 and "answer.confidently_wrong" in metrics
     assert isinstance(rows[0]["confidently_wrong"], bool)
+
+
+def test_sweep_shows_the_confidently_wrong_trade_off() -> None:
+    records = [
+        _rec(branch="correct", scores=[0.95], answer="42"),  # right, graded high
+        _rec(branch="correct", scores=[0.85], answer="24"),  # wrong, graded lower
+        _rec(in_corpus=False, gold_file=None, expected_branch="incorrect", branch="correct", scores=[0.82]),
+    ]
+    rows = {r["upper"]: r for r in sweep(records, [(0.8, 0.4), (0.9, 0.4)])}
+    assert rows[0.8]["answer.confidently_wrong"] == pytest.approx(2 / 3)
+    assert rows[0.8]["answer.from_documents"] == pytest.approx(1.0)
+    assert rows[0.9]["answer.confidently_wrong"] == 0.0
+    assert rows[0.9]["answer.from_documents"] == pytest.approx(1 / 3)

@@ -177,6 +177,12 @@ def sweep(records: Sequence[Record], pairs: Sequence[tuple[float, float]]) -> li
     rows = []
     for upper, lower in pairs:
         branches = [branch_for(r.scores, upper, lower) for r in records]
+        # A question still answered from documents alone keeps its recorded answer (an
+        # approximation: a higher upper threshold can only drop passages from that answer).
+        wrong = [
+            b == "correct" and r.branch == "correct" and r.confidently_wrong
+            for b, r in zip(branches, records, strict=True)
+        ]
         rows.append(
             {
                 "upper": upper,
@@ -185,6 +191,8 @@ def sweep(records: Sequence[Record], pairs: Sequence[tuple[float, float]]) -> li
                     [b == r.expected_branch for b, r in zip(branches, records, strict=True)]
                 ),
                 "ambiguous_share": _mean([b == "ambiguous" for b in branches]),
+                "answer.from_documents": _mean([b == "correct" for b in branches]),
+                "answer.confidently_wrong": _mean(wrong),
             }
         )
     return sorted(rows, key=lambda row: (-row["routing.accuracy"], row["ambiguous_share"]))

@@ -117,12 +117,26 @@ def write_report(
         lines += [
             "## Threshold sweep (from the recorded grades; defaults are not changed)",
             "",
-            "| upper | lower | routing.accuracy | ambiguous share |",
-            "|---|---|---|---|",
+            "| upper | lower | routing.accuracy | ambiguous share | from documents | confidently wrong |",
+            "|---|---|---|---|---|---|",
             *(
                 f"| {r['upper']:.2f} | {r['lower']:.2f} | {r['routing.accuracy']:.3f} | "
-                f"{r['ambiguous_share']:.3f} |"
+                f"{r['ambiguous_share']:.3f} | {r['answer.from_documents']:.3f} | "
+                f"{r['answer.confidently_wrong']:.3f} |"
                 for r in sweep_rows[:15]
+            ),
+            "",
+            "Answered from documents against confidently wrong as the upper threshold moves (lower fixed "
+            "at the setting; answers as recorded):",
+            "",
+            "| upper | from documents | confidently wrong |",
+            "|---|---|---|",
+            *(
+                f"| {r['upper']:.2f} | {r['answer.from_documents']:.3f} | "
+                f"{r['answer.confidently_wrong']:.3f} |"
+                for r in sorted(
+                    (r for r in sweep_rows if abs(r["lower"] - lower) < 1e-9), key=lambda r: r["upper"]
+                )
             ),
             "",
         ]
@@ -131,12 +145,15 @@ def write_report(
     return path
 
 
+_KIND_HEADERS = ("questions", "routing", "recall@5", "contains gold", "from documents", "confidently wrong")
+
+
 def kind_table(metrics: dict[str, float]) -> list[str]:
     """The by_kind.<kind>.<metric> values as a Markdown table (no lines when there are none)."""
     kinds = list(dict.fromkeys(k.split(".")[1] for k in metrics if k.startswith("by_kind.")))
     if not kinds:
         return []
-    header = ["kind", *(m.split(".")[-1] for m in KIND_METRICS)]
+    header = ["kind", *_KIND_HEADERS]
     rows = [
         "| " + " | ".join(header) + " |",
         "|---" * len(header) + "|",
