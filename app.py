@@ -21,7 +21,7 @@ from botbuilder.integration.aiohttp import CloudAdapter
 from botbuilder.schema import Activity, ActivityTypes
 from msrest.exceptions import DeserializationError
 
-from bot.auth import SigningKeysUnavailable
+from bot.auth import AuthUnavailable
 from bot.connector_cache import CachingAuthentication
 from bot.crag_bot import REPLIED, CragBot
 from bot.documents import DocumentRoute
@@ -162,9 +162,9 @@ async def messages(request: web.Request) -> web.StreamResponse:
         response = await request.app[ADAPTER].process(request, request.app[BOT])
     except (PermissionError, jwt.PyJWTError, web.HTTPUnauthorized):
         return web.json_response({"error": "invalid bearer token"}, status=401)
-    except SigningKeysUnavailable:
+    except AuthUnavailable:  # inbound signing keys, or the bot's own token for replying
         return web.json_response(
-            {"error": "the token's signing keys cannot be fetched; try again later"},
+            {"error": "authentication services cannot be reached; try again later"},
             status=503,
             headers={"Retry-After": "30"},
         )

@@ -38,8 +38,16 @@ T = TypeVar("T")
 RETRY_AFTER = timedelta(seconds=30)
 
 
-class SigningKeysUnavailable(Exception):
+class AuthUnavailable(Exception):
+    """Authentication could not be completed in time through no fault of the caller (HTTP 503)."""
+
+
+class SigningKeysUnavailable(AuthUnavailable):
     """The signing keys could not be fetched in time (HTTP 503: the token may well be valid)."""
+
+
+class OutboundTokenUnavailable(AuthUnavailable):
+    """The bot's own token for replying (Entra ID) could not be had in time (HTTP 503)."""
 
 
 class AsyncOpenIdMetadata(jwt_token_extractor._OpenIdMetadata):  # type: ignore[misc]

@@ -1,13 +1,21 @@
-"""Reuse Bot Connector clients across turns.
+"""Reuse Bot Connector clients across turns, with their outbound token fetched off the event loop.
 
 botbuilder 4.17 builds a new ConnectorClient (msrest pipeline, retry policy, HTTP session) for every
 incoming activity; under load that is a tenth of the bot's CPU. The client for a serviceUrl and
 audience is the same every time, so keep it. (Botbuilder for .NET caches them the same way.)
+
+Sending a reply needs the bot's own token from Entra ID, which the SDK gets with MSAL's blocking HTTP
+client inside msrest's pipeline, on the event loop: a stalled login endpoint would freeze every
+request, as slow inbound signing keys did (bot/auth.py). So the token is fetched first, in a worker
+thread with a deadline; the pipeline then finds it in MSAL's cache and makes no network call.
 """
 
 from __future__ import annotations
 
+import asyncio
+import logging
 from collections import OrderedDict
+from concurrent.futures import ThreadPoolExecutor
 
 from botbuilder.integration.aiohttp import ConfigurationBotFrameworkAuthentication
 from botbuilder.schema import Activity
@@ -16,11 +24,22 @@ from botframework.connector.auth import AuthenticateRequestResult, ConnectorFact
 
 from bot import auth
 
+log = logging.getLogger(__name__)
+
+# Token fetches wait here, not in asyncio's default pool: a stalled endpoint holds at most these threads.
+_TOKEN_THREADS = ThreadPoolExecutor(max_workers=2, thread_name_prefix="outbound-token")
+
 
 class CachingConnectorFactory(ConnectorFactory):
-    def __init__(self, inner: ConnectorFactory, cache: OrderedDict[tuple[str, str], ConnectorClient]) -> None:
+    def __init__(
+        self,
+        inner: ConnectorFactory,
+        cache: OrderedDict[tuple[str, str], ConnectorClient],
+        token_timeout: float = 10.0,
+    ) -> None:
         self._inner = inner
         self._cache = cache
+        self._token_timeout = token_timeout
 
     async def create(self, service_url: str, audience: str | None = None) -> ConnectorClient:
         key = (service_url, audience or "")
@@ -32,7 +51,25 @@ class CachingConnectorFactory(ConnectorFactory):
                 self._cache.popitem(last=False)
         else:
             self._cache.move_to_end(key)
+        await warm_token(client, self._token_timeout)
         return client
+
+
+async def warm_token(client: ConnectorClient, timeout: float) -> None:
+    """Have the client's outbound token in MSAL's cache (fetched in a worker thread), or raise
+    auth.OutboundTokenUnavailable (503) after `timeout` seconds or when Entra ID refuses."""
+    credentials = getattr(client.config, "credentials", None)
+    if credentials is None or not getattr(credentials, "microsoft_app_id", ""):
+        return  # no app id: replies go unauthenticated (Emulator, local)
+    loop = asyncio.get_running_loop()
+    try:
+        await asyncio.wait_for(loop.run_in_executor(_TOKEN_THREADS, credentials.get_access_token), timeout)
+    except TimeoutError:
+        log.warning("no outbound token from Entra ID within %.1f s: answering 503", timeout)
+        raise auth.OutboundTokenUnavailable("timed out") from None
+    except Exception as exc:  # MSAL and requests raise many kinds; none may become a 500
+        log.warning("could not get an outbound token from Entra ID: %s", type(exc).__name__)
+        raise auth.OutboundTokenUnavailable(type(exc).__name__) from None
 
 
 class CachingAuthentication(ConfigurationBotFrameworkAuthentication):
@@ -51,5 +88,7 @@ class CachingAuthentication(ConfigurationBotFrameworkAuthentication):
         # Raises PermissionError (401) for a bad token, auth.SigningKeysUnavailable (503) without keys.
         result = await auth.validate(super().authenticate_request(activity, auth_header), self._auth_timeout)
         if result.connector_factory is not None:
-            result.connector_factory = CachingConnectorFactory(result.connector_factory, self._clients)
+            result.connector_factory = CachingConnectorFactory(
+                result.connector_factory, self._clients, self._auth_timeout
+            )
         return result

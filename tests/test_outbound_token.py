@@ -1,0 +1,88 @@
+"""The bot's own token for replying is fetched off the event loop, under a deadline.
+
+MSAL fetches it with a blocking HTTP client; botbuilder calls it from inside the reply pipeline,
+on the event loop. A credentials object whose fetch stalls stands in for a stalled Entra ID here.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+from collections import OrderedDict
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+
+from bot.auth import OutboundTokenUnavailable
+from bot.connector_cache import CachingConnectorFactory, warm_token
+
+
+class StallingCredentials:
+    def __init__(self, stall: float, app_id: str = "11111111-2222-3333-4444-555555555555") -> None:
+        self.microsoft_app_id = app_id
+        self.stall = stall
+        self.calls = 0
+        self.release = threading.Event()
+
+    def get_access_token(self, force_refresh: bool = False) -> str:
+        self.calls += 1
+        self.release.wait(self.stall)  # blocking, like MSAL's requests call
+        return "token"
+
+
+def _client(credentials: Any) -> Any:
+    return SimpleNamespace(config=SimpleNamespace(credentials=credentials))
+
+
+class Inner:
+    def __init__(self, client: Any) -> None:
+        self.client = client
+
+    async def create(self, service_url: str, audience: str | None = None) -> Any:
+        return self.client
+
+
+async def test_a_stalled_token_fetch_does_not_freeze_the_loop_and_ends_in_503() -> None:
+    credentials = StallingCredentials(stall=30)
+    factory = CachingConnectorFactory(Inner(_client(credentials)), OrderedDict(), token_timeout=0.5)
+    ticks = 0
+
+    async def ticker() -> None:
+        nonlocal ticks
+        while True:
+            ticks += 1
+            await asyncio.sleep(0.01)
+
+    task = asyncio.create_task(ticker())
+    started = time.monotonic()
+    try:
+        with pytest.raises(OutboundTokenUnavailable):
+            await factory.create("https://smba.example/teams/", "aud")
+    finally:
+        task.cancel()
+        credentials.release.set()
+    elapsed = time.monotonic() - started
+    assert 0.4 < elapsed < 2.0
+    assert ticks >= 20  # the loop kept running while the fetch stalled (about 50 ticks in 0.5 s)
+
+
+async def test_a_refused_token_is_503_not_401() -> None:
+    class Refused(StallingCredentials):
+        def get_access_token(self, force_refresh: bool = False) -> str:
+            raise PermissionError("Failed to get access token with error: invalid_client")
+
+    with pytest.raises(OutboundTokenUnavailable):
+        await warm_token(_client(Refused(0)), 1.0)
+
+
+async def test_a_quick_token_is_fetched_each_turn_and_no_app_id_needs_none() -> None:
+    quick = StallingCredentials(stall=0)
+    factory = CachingConnectorFactory(Inner(_client(quick)), OrderedDict(), token_timeout=1.0)
+    await factory.create("https://smba.example/teams/", "aud")
+    await factory.create("https://smba.example/teams/", "aud")  # cached client, token checked again
+    assert quick.calls == 2
+    anonymous = StallingCredentials(stall=30, app_id="")
+    await warm_token(_client(anonymous), 0.1)  # returns at once: nothing to fetch
+    assert anonymous.calls == 0
