@@ -20,51 +20,98 @@ from __future__ import annotations
 import math
 from collections import OrderedDict
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from crag.grade.evidence import ChunkSpans, Features, Span, features
+from crag.grade.semantic import VectorSource, evidence
 from crag.models import Chunk
+from crag.text.lang import detect_language
 from crag.text.overlap import WeightedQuery, weighted_query
 from crag.text.question import asks_for_number
 from crag.text.sentences import split_sentences
 from crag.text.stats import TermStats
 
-# Logistic weights for Features.vector() = [coverage, window, log1p(window_mass),
-# log1p(window_missing), number_signal, phrases, framing], then the bias. The logit is the
-# log-odds that the question can be answered from the chunk (bench/fit_grader.py).
-WEIGHTS: tuple[float, ...] = (1.683, 1.171, 2.683, -2.376, -0.320, 1.709, 1.813)
-BIAS: float = -1.343
-# Logits at which the score reaches the upper (0.8) and lower (0.4) thresholds of the rubric.
-LOGIT_UPPER: float = 0.10
-LOGIT_LOWER: float = -0.10
+
+@dataclass(frozen=True)
+class Model:
+    """Logistic weights over a feature vector, then the bias; the logit is the log-odds that the
+    question can be answered from the chunk (bench/fit_grader.py). `upper` / `lower` are the logits
+    at which the score reaches the rubric's 0.8 and 0.4."""
+
+    weights: tuple[float, ...]
+    bias: float
+    upper: float
+    lower: float
+
+    def logit(self, x: Sequence[float]) -> float:
+        return self.bias + sum(w * v for w, v in zip(self.weights, x, strict=True))
+
+
+# Lexical evidence only: Features.vector() = [coverage, window, log1p(window_mass),
+# log1p(window_missing), number_signal, phrases, framing].
+LEXICAL = Model(
+    weights=(1.683, 1.171, 2.683, -2.376, -0.320, 1.709, 1.813), bias=-1.343, upper=0.10, lower=-0.10
+)
+# Lexical and semantic evidence: the lexical vector, then SemanticEvidence.vector() = [chunk cosine,
+# best-sentence cosine, cross-language, cross-language x best-sentence cosine]. None until fitted.
+SEMANTIC: Model | None = None
 
 
 def logit(f: Features) -> float:
-    return BIAS + sum(w * x for w, x in zip(WEIGHTS, f.vector(), strict=True))
+    return LEXICAL.logit(f.vector())
 
 
-def calibrate(z: float) -> float:
-    """Monotone map of the logit onto 0..1: LOGIT_LOWER -> 0.4 and LOGIT_UPPER -> 0.8, linear
-    between them, and tails that approach 0 and 1 one logit unit at a time, so grades stay spread
-    over the rubric rather than piling up at 0 and 1 when the ambiguous band is narrow."""
-    if z >= LOGIT_UPPER:
-        return 0.8 + 0.2 * (1.0 - math.exp(-min(50.0, z - LOGIT_UPPER)))
-    if z <= LOGIT_LOWER:
-        return 0.4 * math.exp(max(-50.0, z - LOGIT_LOWER))
-    return 0.4 + 0.4 * (z - LOGIT_LOWER) / (LOGIT_UPPER - LOGIT_LOWER)
+def calibrate(z: float, model: Model = LEXICAL) -> float:
+    """Monotone map of the logit onto 0..1: lower -> 0.4 and upper -> 0.8, linear between them, and
+    tails that approach 0 and 1 one logit unit at a time, so grades stay spread over the rubric
+    rather than piling up at 0 and 1 when the ambiguous band is narrow."""
+    if z >= model.upper:
+        return 0.8 + 0.2 * (1.0 - math.exp(-min(50.0, z - model.upper)))
+    if z <= model.lower:
+        return 0.4 * math.exp(max(-50.0, z - model.lower))
+    return 0.4 + 0.4 * (z - model.lower) / (model.upper - model.lower)
 
 
 class LocalGrader:
-    name = "local-lexical"
-
-    def __init__(self, index: TermStats, cache_size: int = 4096) -> None:
+    def __init__(
+        self,
+        index: TermStats,
+        vectors: VectorSource | None = None,
+        cache_size: int = 4096,
+        semantic_model: Model | None = None,
+    ) -> None:
         self._index = index
+        self._vectors = vectors
+        self._semantic_model = semantic_model or SEMANTIC
         self._cache: OrderedDict[str, ChunkSpans] = OrderedDict()
         self._cache_size = cache_size
 
+    @property
+    def name(self) -> str:
+        return "local-semantic" if self._semantic_model is not None and self._vectors else "local-lexical"
+
     async def grade(self, question: str, chunks: Sequence[Chunk]) -> list[float]:
+        want_semantic = self._semantic_model is not None
+        rows, semantic = await self.feature_rows(question, chunks, semantic=want_semantic)
+        model = self._semantic_model if semantic and self._semantic_model is not None else LEXICAL
+        return [round(calibrate(model.logit(x), model), 3) for x in rows]
+
+    async def feature_rows(
+        self, question: str, chunks: Sequence[Chunk], semantic: bool = True
+    ) -> tuple[list[list[float]], bool]:
+        """Each chunk's feature vector, and whether it includes the semantic part (only when asked
+        for and every chunk's vectors are there: one model grades all chunks of a turn)."""
         query = self.query(question)
         wants_number = asks_for_number(question)
-        return [round(calibrate(logit(self.features(query, c, wants_number))), 3) for c in chunks]
+        rows = [self.features(query, c, wants_number).vector() for c in chunks]
+        if not semantic or self._vectors is None or not self._vectors.ready or not chunks:
+            return rows, False
+        question_vector = await self._vectors.query_vector(question)
+        language = detect_language(question)
+        found = [evidence(question_vector, language, c.id, c.framed_text, self._vectors) for c in chunks]
+        if any(e is None for e in found):
+            return rows, False
+        return [x + e.vector() for x, e in zip(rows, found, strict=True) if e is not None], True
 
     def query(self, question: str) -> WeightedQuery:
         return weighted_query(self._index.words(question), self._index.idf)

@@ -1,0 +1,86 @@
+"""Meaning-level evidence for the local grader, from the local index's embeddings.
+
+Lexical evidence cannot tell a passage that mentions the question's words from one that answers it,
+and it finds nothing across languages. Embeddings of the question, the chunk and each of the chunk's
+sentences add that: how close the chunk is in meaning, and how close its best sentence is (an answer
+usually sits in one sentence, and a long chunk's own vector blurs it).
+
+e5's cosines are compressed (unrelated pairs about 0.75, good matches 0.85-0.89), so they are
+centred and scaled before the logistic model sees them. Question and chunk in different languages
+are flagged: lexical features are near zero there by construction, and the model needs to know that
+this is why rather than because the chunk is unrelated.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Protocol
+
+import numpy as np
+
+# cos -> SCALE * (cos - CENTRE): about -0.5 for unrelated pairs, +0.5..0.9 for good matches.
+CENTRE = 0.8
+SCALE = 10.0
+_JAPANESE = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uff66-\uff9f]")
+
+
+class VectorSource(Protocol):
+    """The local index's vectors (crag.embed.index_vectors.IndexVectors)."""
+
+    @property
+    def ready(self) -> bool: ...
+
+    def chunk_vector(self, chunk_id: str) -> np.ndarray | None: ...
+
+    def sentence_vectors(self, chunk_id: str) -> tuple[list[str], np.ndarray] | None: ...
+
+    async def query_vector(self, text: str) -> np.ndarray: ...
+
+
+@dataclass(frozen=True)
+class SemanticEvidence:
+    chunk: float  # centred cosine of question and chunk
+    sentence: float  # centred cosine of question and the chunk's closest sentence
+    cross_language: bool  # question and chunk in different languages
+    best_sentence: str = ""
+
+    def vector(self) -> list[float]:
+        cross = 1.0 if self.cross_language else 0.0
+        return [self.chunk, self.sentence, cross, cross * self.sentence]
+
+
+def centred(cos: float) -> float:
+    return max(-3.0, min(3.0, SCALE * (cos - CENTRE)))
+
+
+def language_of(text: str) -> str:
+    """'ja' when at least a fifth of the letters are Japanese (an English chunk may name a 寮)."""
+    letters = [ch for ch in text if ch.isalpha()]
+    if not letters:
+        return "en"
+    japanese = sum(1 for ch in letters if _JAPANESE.match(ch))
+    return "ja" if japanese / len(letters) >= 0.2 else "en"
+
+
+def evidence(
+    question_vector: np.ndarray, question_language: str, chunk_id: str, chunk_text: str, source: VectorSource
+) -> SemanticEvidence | None:
+    """The chunk's semantic evidence, or None when its vectors are not (yet) there."""
+    chunk_vector = source.chunk_vector(chunk_id)
+    sentences = source.sentence_vectors(chunk_id)
+    if chunk_vector is None:
+        return None
+    chunk_cos = float(np.dot(chunk_vector.astype(np.float32), question_vector))
+    best_cos, best_text = chunk_cos, ""
+    if sentences is not None and len(sentences[0]):
+        texts, matrix = sentences
+        cosines = matrix.astype(np.float32) @ question_vector
+        i = int(np.argmax(cosines))
+        best_cos, best_text = float(cosines[i]), texts[i]
+    return SemanticEvidence(
+        chunk=centred(chunk_cos),
+        sentence=centred(best_cos),
+        cross_language=language_of(chunk_text) != question_language,
+        best_sentence=best_text,
+    )
