@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
+from crag.grade.semantic import VectorSource, centred
 from crag.messages import REFUSAL
 from crag.models import Citation, GeneratedAnswer, GradedChunk, WebResult
 from crag.protocols import TextSink
@@ -29,6 +30,9 @@ MIN_EXCERPT = 60
 _MARKER_COST = 5
 # Search engines cut snippets at about 300-320 characters.
 WHOLE_SNIPPET_MAX = 320
+# Weight of a sentence's centred cosine to the question (about -0.5 unrelated, +0.5..0.9 close) in its
+# score, beside lexical coverage (0..1).
+SEMANTIC_WEIGHT = 0.3
 
 
 @dataclass
@@ -49,9 +53,19 @@ class _Source:
 class ExtractiveComposer:
     name = "local-extractive"
 
-    def __init__(self, index: TermStats, max_chars: int = 300) -> None:
+    def __init__(
+        self,
+        index: TermStats,
+        max_chars: int = 300,
+        vectors: VectorSource | None = None,
+        semantic_weight: float = SEMANTIC_WEIGHT,
+    ) -> None:
         self._index = index
         self._max_chars = max_chars
+        # With the index's sentence vectors, a sentence also scores by how close it is in meaning
+        # to the question: a paraphrase shares few words with its answer, another language none.
+        self._vectors = vectors
+        self._semantic_weight = semantic_weight
 
     async def generate(
         self,
@@ -62,7 +76,8 @@ class ExtractiveComposer:
         on_text: TextSink | None = None,
     ) -> GeneratedAnswer:
         query = weighted_query(self._index.words(question), self._index.idf)
-        sources, candidates = self._candidates(query, question, chunks, web)
+        meaning = await self._meaning(question, chunks)
+        sources, candidates = self._candidates(query, question, chunks, web, meaning)
         # Japanese drops the subject a document has already named; English sentences keep theirs
         # (a pronoun at least), so only Japanese passages are led with their source's title.
         lead_in = language == "ja"
@@ -89,8 +104,27 @@ class ExtractiveComposer:
         joiner = "" if language == "ja" else " "
         return GeneratedAnswer(text=joiner.join(parts), citations=citations)
 
+    async def _meaning(self, question: str, chunks: Sequence[GradedChunk]) -> dict[str, dict[str, float]]:
+        """Per chunk id, each sentence's centred cosine to the question (empty without vectors)."""
+        if self._vectors is None or not self._vectors.ready or not chunks or self._semantic_weight <= 0:
+            return {}
+        question_vector = await self._vectors.query_vector(question)
+        out: dict[str, dict[str, float]] = {}
+        for g in chunks:
+            found = self._vectors.sentence_vectors(g.chunk.id)
+            if found is not None and len(found[0]):
+                texts, matrix = found
+                cosines = matrix.astype("float32") @ question_vector
+                out[g.chunk.id] = {t: centred(float(c)) for t, c in zip(texts, cosines, strict=True)}
+        return out
+
     def _candidates(
-        self, query: WeightedQuery, question: str, chunks: Sequence[GradedChunk], web: Sequence[WebResult]
+        self,
+        query: WeightedQuery,
+        question: str,
+        chunks: Sequence[GradedChunk],
+        web: Sequence[WebResult],
+        meaning: dict[str, dict[str, float]] | None = None,
     ) -> tuple[list[_Source], list[_Candidate]]:
         sources: list[_Source] = []
         candidates: list[_Candidate] = []
@@ -103,7 +137,15 @@ class ExtractiveComposer:
             sources.append(_Source(citation, g.score))
             context = frozenset(self._index.terms(" ".join(c.headers)))
             candidates.extend(
-                self._sentences(query, c.text, context, len(sources) - 1, g.score, wants_number)
+                self._sentences(
+                    query,
+                    c.text,
+                    context,
+                    len(sources) - 1,
+                    g.score,
+                    wants_number,
+                    (meaning or {}).get(c.id, {}),
+                )
             )
         for w in web:
             citation = Citation(number=0, kind="web", title=w.title, url=w.url, excerpt=w.snippet[:160])
@@ -128,15 +170,19 @@ class ExtractiveComposer:
         source: int,
         weight: float,
         wants_number: bool,
+        meaning: dict[str, float] | None = None,
     ) -> list[_Candidate]:
         out = []
         for order, sentence in enumerate(split_sentences(text)):
             terms = frozenset(self._index.terms(sentence))
             own = query.coverage(terms)
             framed = query.coverage(terms | context)  # the title counts: 「天治」 is rarely repeated
+            close = (meaning or {}).get(sentence)
             score = 0.0
-            if framed > 0:
+            if framed > 0 or (close is not None and close > 0):
                 score = 0.7 * own + 0.3 * framed + 0.1 * weight - 0.002 * order
+                if close is not None:
+                    score += self._semantic_weight * close
                 if wants_number and has_number(sentence):
                     score += 0.15
             # A sentence sharing nothing with the question is kept only as a possible follower.
