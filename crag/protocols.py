@@ -76,10 +76,16 @@ class AnswerGenerator(Protocol):
 
 
 class Embedder(Protocol):
-    """Text embeddings for vector search (the configured embedding deployment or model)."""
+    """Text embeddings for vector search: the configured embedding deployment or model, or a local
+    multilingual model. Queries and passages are embedded apart because some models (e5) are trained
+    with a different prefix for each role; models without roles embed both the same way."""
 
     name: str
 
-    async def embed(self, texts: Sequence[str]) -> list[list[float]]:
-        """One vector per text, in input order. Raises on failure (callers decide how to degrade)."""
+    async def embed_query(self, text: str) -> list[float]:
+        """The vector of a search question. Raises on failure (callers decide how to degrade)."""
+        ...
+
+    async def embed_passages(self, texts: Sequence[str]) -> list[list[float]]:
+        """One vector per passage, in input order. Raises on failure."""
         ...

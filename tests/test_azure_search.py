@@ -42,11 +42,14 @@ class FakeEmbedder:
         self.calls: list[list[str]] = []
         self.fail = fail
 
-    async def embed(self, texts: Sequence[str]) -> list[list[float]]:
+    async def embed_passages(self, texts: Sequence[str]) -> list[list[float]]:
         self.calls.append(list(texts))
         if self.fail:
             raise RuntimeError(f"embedding service down (key {KEY})")
         return [vector(t) for t in texts]
+
+    async def embed_query(self, text: str) -> list[float]:
+        return (await self.embed_passages([text]))[0]
 
 
 def vector(text: str) -> list[float]:

@@ -212,8 +212,7 @@ class AzureSearchRetriever:
         if self._embedder is None:
             return None
         try:
-            vectors = await self._embedder.embed([query])
-            vector = [float(x) for x in vectors[0]]
+            vector = [float(x) for x in await self._embedder.embed_query(query)]
         except Exception as exc:  # the embedder's own failure; its text may hold its own key
             if self._config.mode == "hybrid":
                 log.warning("query embedding failed (%s); keyword search only", exc.__class__.__name__)

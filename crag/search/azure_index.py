@@ -445,7 +445,7 @@ async def sync_chunks(
         vectors = []
         for start in range(0, len(todo), embed_batch_size):
             texts = [embedding_text(c) for c in todo[start : start + embed_batch_size]]
-            vectors.extend(await embedder.embed(texts))
+            vectors.extend(await embedder.embed_passages(texts))
             if progress:
                 progress("embed", len(vectors), len(todo))
 
