@@ -192,6 +192,7 @@ async def health(request: web.Request) -> web.Response:
             "providers": runtime.engine.providers,
             "thresholds": {"upper": runtime.engine.config.upper, "lower": runtime.engine.config.lower},
             "cache": _cache_stats(runtime),
+            "vectors": runtime.vector_status(),
         }
     # Damaged feedback / state files moved aside on this start: someone should look at them.
     storage = request.app[STORAGE]

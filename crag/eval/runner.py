@@ -47,6 +47,8 @@ async def evaluate(
         )
         index, _ = open_local_index(settings)
         engine = build_engine(settings, index)
+        if index.vectors is not None:
+            await index.vectors.build()  # measure hybrid retrieval, not the lexical start-up mode
         judge_llm = LlmClient.from_settings(settings)
         judges = available_judges(judge_llm)
         judged: dict[str, list[float]] = {}

@@ -16,6 +16,8 @@ from pathlib import Path
 
 from tqdm import tqdm
 
+from crag.factory import attach_embeddings
+from crag.llm.client import LlmClient
 from crag.search.local_index import BuildReport, LocalIndex
 from crag.settings import CragSettings
 
@@ -47,7 +49,7 @@ def main(argv: list[str] | None = None) -> int:
             bar.set_postfix_str(name[:40])
             bar.update(done - bar.n)
 
-        _, report = LocalIndex.build(
+        index, report = LocalIndex.build(
             args.docs,
             index_dir,
             settings.chunk_max_chars,
@@ -56,7 +58,39 @@ def main(argv: list[str] | None = None) -> int:
             settings.chunk_max_tokens,
         )
     print_report(report, index_dir)
-    return 0
+    return asyncio.run(embed_index(index, settings))
+
+
+async def embed_index(index: LocalIndex, settings: CragSettings) -> int:
+    """Compute the index's missing chunk and sentence vectors (reused by content hash), with a bar."""
+    llm = LlmClient.from_settings(settings) if settings.embeddings in ("auto", "llm") else None
+    try:
+        choice = attach_embeddings(settings, index, llm)
+        vectors = index.vectors
+        if vectors is None:
+            if choice.notice:
+                print(f"no vectors ({choice.notice}): the index is lexical only (BM25)")
+            return 0
+        with tqdm(unit="text", file=sys.stderr, desc="embedding") as bar:
+
+            def progress(done: int, total: int) -> None:
+                bar.total = total
+                bar.update(done - bar.n)
+
+            try:
+                await vectors.build(progress)
+            except Exception as exc:  # the embedder's own failure; its text may hold a key
+                print(f"error: embedding failed ({exc.__class__.__name__})", file=sys.stderr)
+                return 1
+        print(
+            f"vectors: {vectors.total} texts (chunks and sentences) with {vectors.model}, "
+            f"{vectors.embedded} embedded now, {vectors.total - vectors.embedded} reused, "
+            f"in {vectors.seconds:.1f}s"
+        )
+        return 0
+    finally:
+        if llm is not None:
+            await llm.close()
 
 
 def print_report(report: BuildReport, where: object) -> None:

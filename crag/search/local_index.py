@@ -23,6 +23,9 @@ from urllib.parse import quote
 import bm25s
 import numpy as np
 
+from crag.embed import ArrayEmbedder
+from crag.embed.index_vectors import IndexVectors
+from crag.embed.store import KEYS_FILE, VECTORS_FILE
 from crag.ingest.chunker import chunk_document
 from crag.ingest.loaders import DocumentError, discover, load
 from crag.models import Chunk
@@ -90,6 +93,38 @@ class LocalIndex:
         self._max_idf = math.log(1.0 + (self._n + 0.5) / 0.5)
         self.terms = extractor.terms
         self.words = extractor.analyze
+        self.dir: Path | None = None  # where the index is stored (its vectors go there too)
+        self.vectors: IndexVectors | None = None  # set by attach_vectors; None: lexical only
+        self.vectors_notice = ""  # why there are no vectors, when embeddings are unavailable
+
+    # -- vectors (hybrid retrieval, semantic grading) --------------------------------------------
+    def attach_vectors(self, embedder: ArrayEmbedder, cache_dir: Path | None = None) -> IndexVectors:
+        """Give the index an embedder; `await index.vectors.build()` then computes what is missing
+        (the bot does it in the background; until it is done, search stays lexical)."""
+        if self.vectors is None or self.vectors.model != embedder.name:
+            self.vectors = IndexVectors(self.chunks, embedder, self.dir, cache_dir)
+        return self.vectors
+
+    @property
+    def vectors_ready(self) -> bool:
+        """Chunk and sentence vectors are all there."""
+        return self.vectors is not None and self.vectors.ready
+
+    def chunk_vector(self, chunk_id: str) -> np.ndarray | None:
+        """The L2-normalized vector of the chunk's framed text (float32), or None before vectors are ready."""
+        return self.vectors.chunk_vector(chunk_id) if self.vectors is not None else None
+
+    def sentence_vectors(self, chunk_id: str) -> tuple[list[str], np.ndarray] | None:
+        """(sentences of the chunk body as split_sentences gives them, (n, dim) float32 vectors),
+        or None before vectors are ready."""
+        return self.vectors.sentence_vectors(chunk_id) if self.vectors is not None else None
+
+    async def query_vector(self, text: str) -> np.ndarray | None:
+        """The question's vector (embedded once per text while cached: retriever and grader share it),
+        or None when the index has no embedder. Runs on the embedder's worker, never the event loop."""
+        if self.vectors is None:
+            return None
+        return await self.vectors.query_vector(text)
 
     # -- statistics used by the grader ---------------------------------------------------------
     def idf(self, term: str) -> float:
@@ -122,6 +157,27 @@ class LocalIndex:
         top = top[np.argsort(-scores[top], kind="stable")]
         # bm25s scores documents containing none of the terms 0: they are not hits.
         return [SearchHit(self.chunks[i], float(scores[i])) for i in top if scores[i] > 0]
+
+    def search_vector(
+        self, vector: np.ndarray, k: int, signal: str = "chunk", language: str | None = None
+    ) -> list[SearchHit]:
+        """Top-k chunks by cosine with the vector (empty until chunk vectors are ready); signal as in
+        IndexVectors.dense_scores: the chunk's vector, its best sentence's, or both. With a language
+        ("ja" / "en"), only chunks mainly in that language."""
+        vectors = self.vectors
+        scores = vectors.dense_scores(vector, signal) if vectors is not None else None
+        if scores is None or not len(scores):
+            return []
+        candidates = np.arange(len(scores))
+        if language is not None and vectors is not None and vectors.languages is not None:
+            candidates = np.flatnonzero(vectors.languages == (language == "ja"))
+            if not len(candidates):
+                return []
+        sub = scores[candidates]
+        k = min(k, len(sub))
+        top = np.argpartition(-sub, k - 1)[:k]
+        top = candidates[top[np.argsort(-sub[top], kind="stable")]]
+        return [SearchHit(self.chunks[i], float(scores[i])) for i in top]
 
     # -- persistence ----------------------------------------------------------------------------
     @classmethod
@@ -194,6 +250,7 @@ class LocalIndex:
         index.skipped = skipped
         index.version = _version(fingerprint)
         index._save(index_dir, fingerprint, tokens)
+        index.dir = index_dir
         report = BuildReport(
             documents=documents,
             chunks=len(chunks),
@@ -225,6 +282,10 @@ class LocalIndex:
             "skipped": self.skipped,
         }
         (tmp / "manifest.json").write_text(json.dumps(meta, ensure_ascii=False, indent=1), "utf-8")
+        # Vectors are keyed by content: the old index's serve the new one for every unchanged chunk.
+        for name in (VECTORS_FILE, KEYS_FILE):
+            if (index_dir / name).is_file():
+                shutil.copyfile(index_dir / name, tmp / name)
         old = index_dir.with_name(index_dir.name + ".old")
         shutil.rmtree(old, ignore_errors=True)
         if index_dir.exists():
@@ -246,6 +307,7 @@ class LocalIndex:
         index = cls(chunks, bm25, df, int(meta["documents"]), term_extractor())
         index.skipped = list(meta.get("skipped", []))
         index.version = _version(meta["fingerprint"])
+        index.dir = index_dir
         return index
 
     @staticmethod
