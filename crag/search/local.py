@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 
-from crag.models import GradedChunk
+from crag.models import Chunk, GradedChunk
 from crag.search.hybrid import DEFAULT_WEIGHTS, FusionWeights, dense_weight, fuse
 from crag.search.local_index import LocalIndex, SearchHit
 from crag.text.lang import detect_language
@@ -49,11 +49,17 @@ class LocalRetriever:
         except Exception as exc:  # the embedder failed: this turn stays lexical
             log.warning("query embedding failed (%s); lexical search only", exc.__class__.__name__)
             return [GradedChunk(chunk=h.chunk, retrieval_score=h.score) for h in lexical[:top_k]]
-        dense = [
-            h.chunk for h in self._index.search_vector(vector, self._weights.depth, self._weights.signal)
-        ]
-        w_dense = dense_weight(detect_language(query), dense, self._languages, self._weights)
-        fused = fuse([h.chunk for h in lexical], dense, w_dense, self._weights)
+        w = self._weights
+        language = detect_language(query)
+        dense = [h.chunk for h in self._index.search_vector(vector, w.depth, w.signal)]
+        w_dense = dense_weight(language, dense, self._languages, w)
+        other: list[Chunk] = []
+        if w.w_other > 0:
+            # e5 ranks passages in the question's language first: a list of the other language's
+            # chunks alone gives a Japanese question its English answer (and the reverse) a chance.
+            flip = "en" if language == "ja" else "ja"
+            other = [h.chunk for h in self._index.search_vector(vector, w.depth, w.signal, flip)]
+        fused = fuse([h.chunk for h in lexical], dense, w_dense, w, other)
         return [GradedChunk(chunk=c, retrieval_score=score) for c, score in fused[:top_k]]
 
     def _lexical(self, query: str, k: int) -> list[SearchHit]:
