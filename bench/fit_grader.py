@@ -12,6 +12,14 @@ re-picking the chunks with the new weights a few times. The two logit anchors (s
 are then chosen to maximise the mean routing accuracy over the datasets. It prints the constants to paste into
 crag/grade/local.py and the routing accuracy each dataset would get. Run it by hand after changing
 features; never fit on a holdout set.
+
+    python bench/fit_grader.py --semantic A B C --report D [--max-wrong 0.05]
+
+`--semantic` fits the model over lexical and semantic evidence (the local index's embeddings, built
+first) and prints `SEMANTIC = Model(...)`. `--report` names datasets that are scored but never fitted
+on. The upper anchor is the one with the best mean routing accuracy among those whose confidently-wrong
+proxy (a question routed to the documents alone whose best chunk does not hold the answer, or that
+the corpus cannot answer) stays within `--max-wrong` on every fitted dataset.
 """
 
 from __future__ import annotations
@@ -31,32 +39,41 @@ from crag.eval.metrics import contains_any
 from crag.factory import build_engine, open_local_index
 from crag.grade.local import LocalGrader
 from crag.settings import CragSettings
-from crag.text.question import asks_for_number
 
 # Per question: answerable?, and its retrieved chunks as (features, holds a gold answer).
 Rows = list[tuple[bool, list[tuple[list[float], bool]]]]
 
 
-async def collect(dataset_dir: Path, work: Path) -> Rows:
+async def collect(dataset_dir: Path, work: Path, semantic: bool) -> Rows:
     ds = load_dataset(dataset_dir)
-    settings = CragSettings(CRAG_DOCS_DIR=str(ds.corpus), CRAG_INDEX_DIR=str(work / ds.root.name))
+    settings = CragSettings(
+        CRAG_DOCS_DIR=str(ds.corpus),
+        CRAG_INDEX_DIR=str(work / ds.root.name),
+        CRAG_EMBEDDINGS="local" if semantic else "off",
+    )
     index, _ = open_local_index(settings)
     engine = build_engine(settings, index)
+    if semantic:
+        if index.vectors is None:
+            raise SystemExit(f"--semantic: no embeddings for {ds.root.name} ({index.vectors_notice})")
+        await index.vectors.build()
     grader = engine.grader
     assert isinstance(grader, LocalGrader)
     rows = []
     for q in ds.questions:
-        hits = await engine.retriever.search(await engine.rewriter.rewrite(q.question, []), settings.top_k)
-        query = grader.query(q.question)
-        wants = asks_for_number(q.question)
+        query = await engine.rewriter.rewrite(q.question, q.history or [])
+        hits = await engine.retriever.search(query, settings.top_k)
+        vectors, used = await grader.feature_rows(q.question, [g.chunk for g in hits], semantic)
+        if semantic and hits and not used:
+            raise SystemExit(f"--semantic: {ds.root.name} has chunks without vectors")
+        groups = q.answers_all or [q.answers]
         chunks = []
-        for g in hits:
-            vec = grader.features(query, g.chunk, wants).vector()
-            positive = g.chunk.file == q.gold_file and contains_any(
-                " ".join([*g.chunk.headers, g.chunk.text]), q.answers
-            )
+        for g, vec in zip(hits, vectors, strict=True):
+            text = " ".join([*g.chunk.headers, g.chunk.text])
+            positive = g.chunk.file in q.gold_set and any(contains_any(text, group) for group in groups)
             chunks.append((vec, positive))
         rows.append((q.in_corpus, chunks))
+    await engine.close()
     return rows
 
 
@@ -103,19 +120,44 @@ def accuracy(z: np.ndarray, inside: np.ndarray, upper: float, band: float) -> fl
     return float((((z >= upper) & inside).sum() + ((z < upper - band) & ~inside).sum()) / len(z))
 
 
-def train(data: dict[str, Rows], band: float) -> tuple[np.ndarray, float]:
-    """Weights, then the upper anchor maximising the mean routing accuracy over the datasets."""
+def best_holds_answer(w: np.ndarray, rows: Rows) -> np.ndarray:
+    """Per question: does its top-scoring chunk hold the answer (what an answer would quote)?"""
+    out = []
+    for _, chunks in rows:
+        if not chunks:
+            out.append(False)
+            continue
+        x = np.array([v for v, _ in chunks])
+        out.append(chunks[int(np.argmax(np.hstack([x, np.ones((len(x), 1))]) @ w))][1])
+    return np.array(out)
+
+
+def wrong_share(z: np.ndarray, inside: np.ndarray, holds: np.ndarray, upper: float) -> float:
+    """Confidently-wrong proxy: routed to the documents alone, but the corpus cannot answer or the
+    chunk the answer would come from does not hold it."""
+    return float(((z >= upper) & (~inside | ~holds)).sum() / len(z))
+
+
+def train(data: dict[str, Rows], band: float, max_wrong: float = 1.0) -> tuple[np.ndarray, float]:
+    """Weights, then the upper anchor maximising the mean routing accuracy over the datasets among
+    the anchors that keep the confidently-wrong proxy within max_wrong on every dataset."""
     x = np.array([v for rows in data.values() for _, chunks in rows for v, _ in chunks])
     y = np.array([p for rows in data.values() for _, chunks in rows for _, p in chunks], dtype=float)
     w = refit_on_best_chunks(fit(x, y), [row for rows in data.values() for row in rows])
     logits = {name: question_logits(w, rows) for name, rows in data.items()}
     inside = {name: np.array([r[0] for r in rows]) for name, rows in data.items()}
-    uppers = np.arange(-4.0, 4.0, 0.05)
+    holds = {name: best_holds_answer(w, rows) for name, rows in data.items()}
+    uppers = np.arange(-4.0, 6.0, 0.05)
     means = [np.mean([accuracy(logits[n], inside[n], u, band) for n in data]) for u in uppers]
+    allowed = [all(wrong_share(logits[n], inside[n], holds[n], u) <= max_wrong for n in data) for u in uppers]
+    if any(allowed):
+        means = [m if ok else -1.0 for m, ok in zip(means, allowed, strict=True)]
     return w, float(uppers[int(np.argmax(means))])
 
 
-def cross_validate(data: dict[str, Rows], band: float, folds: int) -> dict[str, float]:
+def cross_validate(
+    data: dict[str, Rows], band: float, folds: int, max_wrong: float = 1.0
+) -> dict[str, float]:
     """Routing accuracy on questions the fit never saw: each question is held out once."""
     rng = np.random.default_rng(0)
     fold_of = {name: rng.integers(0, folds, len(rows)) for name, rows in data.items()}
@@ -123,7 +165,7 @@ def cross_validate(data: dict[str, Rows], band: float, folds: int) -> dict[str, 
     for k in range(folds):
         seen = {n: [r for r, f in zip(rows, fold_of[n], strict=True) if f != k] for n, rows in data.items()}
         held = {n: [r for r, f in zip(rows, fold_of[n], strict=True) if f == k] for n, rows in data.items()}
-        w, upper = train(seen, band)
+        w, upper = train(seen, band, max_wrong)
         for n, rows in held.items():
             if rows:
                 z = question_logits(w, rows)
@@ -133,30 +175,45 @@ def cross_validate(data: dict[str, Rows], band: float, folds: int) -> dict[str, 
 
 def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("datasets", nargs="+", type=Path)
+    parser.add_argument("datasets", nargs="+", type=Path, help="datasets to fit on")
+    parser.add_argument("--report", nargs="*", type=Path, default=[], help="datasets scored, never fitted")
+    parser.add_argument("--semantic", action="store_true", help="fit the lexical + semantic model")
     parser.add_argument("--band", type=float, default=0.2, help="logit width of the ambiguous band")
+    parser.add_argument(
+        "--max-wrong", type=float, default=1.0, help="confidently-wrong proxy allowed per fitted dataset"
+    )
     parser.add_argument("--table", action="store_true", help="print accuracy for a range of anchors")
     parser.add_argument(
         "--cv", type=int, default=0, metavar="K", help="also report K-fold cross-validated accuracy"
     )
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
-        data = {d.name: asyncio.run(collect(d, Path(tmp))) for d in args.datasets}
-    w, upper = train(data, args.band)
-    logits = {name: question_logits(w, rows) for name, rows in data.items()}
-    inside = {name: np.array([r[0] for r in rows]) for name, rows in data.items()}
-    print(f"WEIGHTS = ({', '.join(f'{v:.3f}' for v in w[:-1])})")
-    print(f"BIAS = {w[-1]:.3f}")
-    print(f"LOGIT_UPPER = {upper:.2f}")
-    print(f"LOGIT_LOWER = {upper - args.band:.2f}")
-    for name, z in logits.items():
-        print(f"routing accuracy {name}: {accuracy(z, inside[name], upper, args.band):.3f}")
+        data = {d.name: asyncio.run(collect(d, Path(tmp), args.semantic)) for d in args.datasets}
+        held = {d.name: asyncio.run(collect(d, Path(tmp), args.semantic)) for d in args.report}
+    w, upper = train(data, args.band, args.max_wrong)
+    weights = ", ".join(f"{v:.3f}" for v in w[:-1])
+    name = "SEMANTIC" if args.semantic else "LEXICAL"
+    lower = upper - args.band
+    print(f"{name} = Model(weights=({weights}), bias={w[-1]:.3f}, upper={upper:.2f}, lower={lower:.2f})")
+    for label, sets in (("fitted", data), ("held out", held)):
+        for set_name, rows in sets.items():
+            z = question_logits(w, rows)
+            inside = np.array([r[0] for r in rows])
+            holds = best_holds_answer(w, rows)
+            routed = float(((z >= upper) & inside).sum()) / max(1, int(inside.sum()))
+            print(
+                f"{label} {set_name}: routing accuracy {accuracy(z, inside, upper, args.band):.3f}, "
+                f"confidently-wrong proxy {wrong_share(z, inside, holds, upper):.3f}, "
+                f"answerable routed to documents {routed:.3f}"
+            )
     if args.cv > 1:
-        for name, acc in cross_validate(data, args.band, args.cv).items():
-            print(f"routing accuracy {name}, {args.cv}-fold cross-validated: {acc:.3f}")
+        for set_name, acc in cross_validate(data, args.band, args.cv, args.max_wrong).items():
+            print(f"routing accuracy {set_name}, {args.cv}-fold cross-validated: {acc:.3f}")
     if args.table:
-        for u in np.arange(-2.0, 2.0, 0.1):
-            cells = "  ".join(f"{n} {accuracy(z, inside[n], u, args.band):.3f}" for n, z in logits.items())
+        logits = {n: question_logits(w, rows) for n, rows in data.items()}
+        inside_of = {n: np.array([r[0] for r in rows]) for n, rows in data.items()}
+        for u in np.arange(-2.0, 4.0, 0.1):
+            cells = "  ".join(f"{n} {accuracy(z, inside_of[n], u, args.band):.3f}" for n, z in logits.items())
             print(f"upper {u:6.2f}: {cells}")
 
 

@@ -112,8 +112,9 @@ def build_engine(settings: CragSettings, index: LocalIndex | None) -> CragEngine
     )
     stats: TermStats = index if index is not None else FlatStats(term_extractor())
     rewriter: QueryRewriter = LocalKeywordRewriter(term_extractor())
-    grader: Grader = LocalGrader(stats)
-    generator: AnswerGenerator = ExtractiveComposer(stats, settings.answer_max_chars)
+    # With the local index's embeddings (once built), grading and the extractive answer read meaning too.
+    grader: Grader = LocalGrader(stats, index)
+    generator: AnswerGenerator = ExtractiveComposer(stats, settings.answer_max_chars, vectors=index)
     refiner: KnowledgeRefiner = PassThroughRefiner()
     closers: list[Callable[[], Awaitable[None]]] = []
     llm = LlmClient.from_settings(settings)

@@ -46,7 +46,7 @@ class Vectors:
 
     def __init__(self, embedder: LocalEmbedder, chunks: Sequence[Chunk], ready: bool = True) -> None:
         self.embedder = embedder
-        self.ready = ready
+        self.vectors_ready = ready
         self._chunks = {c.id: c for c in chunks}
         self._vectors: dict[str, np.ndarray] = {}
         self._sentences: dict[str, tuple[list[str], np.ndarray]] = {}

@@ -106,9 +106,16 @@ class ExtractiveComposer:
 
     async def _meaning(self, question: str, chunks: Sequence[GradedChunk]) -> dict[str, dict[str, float]]:
         """Per chunk id, each sentence's centred cosine to the question (empty without vectors)."""
-        if self._vectors is None or not self._vectors.ready or not chunks or self._semantic_weight <= 0:
+        if (
+            self._vectors is None
+            or not self._vectors.vectors_ready
+            or not chunks
+            or self._semantic_weight <= 0
+        ):
             return {}
         question_vector = await self._vectors.query_vector(question)
+        if question_vector is None:
+            return {}
         out: dict[str, dict[str, float]] = {}
         for g in chunks:
             found = self._vectors.sentence_vectors(g.chunk.id)

@@ -83,12 +83,10 @@ class LocalGrader:
         self._index = index
         self._vectors = vectors
         self._semantic_model = semantic_model or SEMANTIC
+        semantic = self._semantic_model is not None and vectors is not None
+        self.name = "local-semantic" if semantic else "local-lexical"  # semantic once vectors are built
         self._cache: OrderedDict[str, ChunkSpans] = OrderedDict()
         self._cache_size = cache_size
-
-    @property
-    def name(self) -> str:
-        return "local-semantic" if self._semantic_model is not None and self._vectors else "local-lexical"
 
     async def grade(self, question: str, chunks: Sequence[Chunk]) -> list[float]:
         want_semantic = self._semantic_model is not None
@@ -104,9 +102,11 @@ class LocalGrader:
         query = self.query(question)
         wants_number = asks_for_number(question)
         rows = [self.features(query, c, wants_number).vector() for c in chunks]
-        if not semantic or self._vectors is None or not self._vectors.ready or not chunks:
+        if not semantic or self._vectors is None or not self._vectors.vectors_ready or not chunks:
             return rows, False
         question_vector = await self._vectors.query_vector(question)
+        if question_vector is None:
+            return rows, False
         language = detect_language(question)
         found = [evidence(question_vector, language, c.id, c.framed_text, self._vectors) for c in chunks]
         if any(e is None for e in found):

@@ -26,16 +26,16 @@ _JAPANESE = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uff66-\uff9f]"
 
 
 class VectorSource(Protocol):
-    """The local index's vectors (crag.embed.index_vectors.IndexVectors)."""
+    """The local index's vectors (crag.search.local_index.LocalIndex)."""
 
     @property
-    def ready(self) -> bool: ...
+    def vectors_ready(self) -> bool: ...
 
     def chunk_vector(self, chunk_id: str) -> np.ndarray | None: ...
 
     def sentence_vectors(self, chunk_id: str) -> tuple[list[str], np.ndarray] | None: ...
 
-    async def query_vector(self, text: str) -> np.ndarray: ...
+    async def query_vector(self, text: str) -> np.ndarray | None: ...
 
 
 @dataclass(frozen=True)
