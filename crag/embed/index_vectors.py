@@ -53,6 +53,7 @@ class IndexVectors:
         self._sentence_offsets: np.ndarray | None = None  # chunk i's rows: offsets[i]:offsets[i+1]
         self._sentences32: np.ndarray | None = None  # the same in float32, for search
         self.languages: np.ndarray | None = None  # per chunk: True where its text is mainly Japanese
+        self._last_scores: tuple[np.ndarray, str, np.ndarray] | None = None
         self.done = 0
         self.total = 0
         self.embedded = 0  # texts embedded by this build (not found in the index folder or cache)
@@ -94,13 +95,23 @@ class IndexVectors:
         if row is None or self._sentence_matrix is None or self._sentence_offsets is None:
             return None
         start, end = int(self._sentence_offsets[row]), int(self._sentence_offsets[row + 1])
-        return self._sentences[row], self._sentence_matrix[start:end].astype(np.float32)
+        matrix = self._sentences32 if self._sentences32 is not None else self._sentence_matrix
+        return self._sentences[row], np.asarray(matrix[start:end], np.float32)
 
     def dense_scores(self, vector: np.ndarray, signal: str = "chunk") -> np.ndarray | None:
         """Cosine of every chunk with the vector: of its framed text (`chunk`), of its best sentence
         (`sentence`, the chunk's own where it has none), or their sum (`sum`)."""
         if self.chunk_matrix is None or self.chunk_matrix.shape[1:] != vector.shape:
             return None
+        last = self._last_scores
+        if last is not None and last[0] is vector and last[1] == signal:
+            return last[2]  # the same question's other list: no second pass over the matrices
+        out = self._dense_scores(vector, signal)
+        self._last_scores = (vector, signal, out)
+        return out
+
+    def _dense_scores(self, vector: np.ndarray, signal: str) -> np.ndarray:
+        assert self.chunk_matrix is not None
         scores: np.ndarray = self.chunk_matrix @ vector
         if signal == "chunk":
             return scores
