@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import sys
 import tempfile
 from pathlib import Path
@@ -74,6 +75,20 @@ async def collect(dataset_dir: Path, work: Path, semantic: bool) -> Rows:
             chunks.append((vec, positive))
         rows.append((q.in_corpus, chunks))
     await engine.close()
+    return rows
+
+
+def load_or_collect(dataset_dir: Path, work: Path, semantic: bool, rows_dir: Path | None) -> Rows:
+    """The dataset's features, from `rows_dir` when an earlier run kept them (delete to recollect)."""
+    cache = (
+        rows_dir / f"{dataset_dir.name}-{'semantic' if semantic else 'lexical'}.json" if rows_dir else None
+    )
+    if cache is not None and cache.is_file():
+        return [(bool(a), [(list(v), bool(p)) for v, p in c]) for a, c in json.loads(cache.read_text())]
+    rows = asyncio.run(collect(dataset_dir, work, semantic))
+    if cache is not None:
+        cache.parent.mkdir(parents=True, exist_ok=True)
+        cache.write_text(json.dumps(rows))
     return rows
 
 
@@ -182,14 +197,17 @@ def main() -> None:
     parser.add_argument(
         "--max-wrong", type=float, default=1.0, help="confidently-wrong proxy allowed per fitted dataset"
     )
+    parser.add_argument(
+        "--rows", type=Path, default=None, help="keep each dataset's features here and reuse them (refits)"
+    )
     parser.add_argument("--table", action="store_true", help="print accuracy for a range of anchors")
     parser.add_argument(
         "--cv", type=int, default=0, metavar="K", help="also report K-fold cross-validated accuracy"
     )
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
-        data = {d.name: asyncio.run(collect(d, Path(tmp), args.semantic)) for d in args.datasets}
-        held = {d.name: asyncio.run(collect(d, Path(tmp), args.semantic)) for d in args.report}
+        data = {d.name: load_or_collect(d, Path(tmp), args.semantic, args.rows) for d in args.datasets}
+        held = {d.name: load_or_collect(d, Path(tmp), args.semantic, args.rows) for d in args.report}
     w, upper = train(data, args.band, args.max_wrong)
     weights = ", ".join(f"{v:.3f}" for v in w[:-1])
     name = "SEMANTIC" if args.semantic else "LEXICAL"
