@@ -63,7 +63,7 @@ async def evaluate(
                 latency = (time.perf_counter() - started) * 1000
                 record = _record(q, result, latency)
                 records.append(record)
-                row = _row(q, result, latency)
+                row = _row(q, result, latency, record.confidently_wrong)
                 for judge in judges:
                     scores = await judge.judge(result, q.answers)
                     row.update(scores)
@@ -109,13 +109,13 @@ def _record(q: Question, result: CragResult, latency_ms: float) -> Record:
     )
 
 
-def _row(q: Question, result: CragResult, latency_ms: float) -> dict[str, object]:
+def _row(q: Question, result: CragResult, latency_ms: float, confidently_wrong: bool) -> dict[str, object]:
     return {
         "id": q.id,
         "question": q.question,
         "expected_branch": q.expected_branch,
         "branch": result.branch.value,
-        "confidently_wrong": _record(q, result, latency_ms).confidently_wrong,
+        "confidently_wrong": confidently_wrong,
         "answer": result.answer,
         "gold_answers": q.answers,
         "kind": q.kind,
