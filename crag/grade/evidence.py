@@ -60,6 +60,7 @@ class Features:
     number_found: bool  # ... and the window holds a number
     phrases: float  # share of the question's adjacent term pairs found side by side in the window
     framing: float  # share of the question's weight found in the title and headers alone
+    window_text: str = ""  # the best window's sentences, for the answer-kind check (fact_kind.py)
 
     def vector(self) -> list[float]:
         type_signal = 0.0 if not self.number_wanted else (1.0 if self.number_found else -1.0)
@@ -101,16 +102,17 @@ def found(query: WeightedQuery, spans: list[Span]) -> float:
 
 def features(query: WeightedQuery, chunk: ChunkSpans, number_wanted: bool) -> Features:
     if not query or query.total <= 0:
-        return Features(0.0, 0.0, 0.0, 0.0, number_wanted, False, 0.0, 0.0)
+        return Features(0.0, 0.0, 0.0, 0.0, number_wanted, False, 0.0, 0.0, "")
     sentences = list(chunk.sentences) or [Span.of([], "")]
     overall = found(query, [chunk.context, *sentences])
-    best_mass, best_number, best_phrases = -1.0, False, 0.0
+    best_mass, best_number, best_phrases, best_text = -1.0, False, 0.0, ""
     for i in range(len(sentences)):
         window = sentences[i : i + 2]
         mass = found(query, [chunk.context, *window])
         if mass > best_mass:
             best_mass, best_number = mass, any(s.has_number for s in window)
             best_phrases = phrase_share(query, window)
+            best_text = " ".join(s.text for s in window)
     return Features(
         coverage=overall / query.total,
         window=best_mass / query.total,
@@ -120,6 +122,7 @@ def features(query: WeightedQuery, chunk: ChunkSpans, number_wanted: bool) -> Fe
         number_found=best_number,
         phrases=best_phrases,
         framing=found(query, [chunk.context]) / query.total,
+        window_text=best_text,
     )
 
 

@@ -1,0 +1,109 @@
+"""The kind of fact a question asks for, and whether a piece of text holds one of that kind.
+
+A passage about the right topic often lacks the asked fact: "how many files can I upload a day?"
+against "200 messages a day", "what's the fine?" against a page listing red flags. Words alone do not
+tell these apart, but the shape of the answer does: an amount has a currency, a duration a unit of
+time, a phone number digits in groups, an address an @. A question whose kind is known and whose
+passage holds nothing of that kind is very likely not answered by it (DESIGN §3, grading).
+
+Only kinds with a recognisable surface are listed; who / why / yes-no questions return None.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+
+_I = re.IGNORECASE
+
+_QUESTION: tuple[tuple[str, re.Pattern[str]], ...] = (
+    ("email", re.compile(r"メールアドレス|e-?mail address|mail address", _I)),
+    ("phone", re.compile(r"電話番号|何番|内線|フリーダイヤル|phone number|extension|hotline number", _I)),
+    (
+        "percent",
+        re.compile(r"何%|何パーセント|何割|何パー|percentage|what percent|how many percent|\brate\b", _I),
+    ),
+    (
+        "money",
+        re.compile(
+            r"いくら|何円|金額|費用|料金|補助額|上限額|how much|\bcosts?\b|\bprices?\b|\bfees?\b|"
+            r"reimburs\w* (?:up to|limit)|spending limit|budget|allowance (?:amount|is)",
+            _I,
+        ),
+    ),
+    (
+        "duration",
+        re.compile(
+            r"何日|何時間|何年|何か月|何ヶ月|何カ月|何週|何分|何泊|どのくらいの期間|"
+            r"how many (?:days?|hours?|years?|months?|weeks?|minutes?|nights?)|how much time|how long",
+            _I,
+        ),
+    ),
+    (
+        "date",
+        re.compile(
+            r"いつ|何時|何年に|何年から|何世紀|締め?切り?|期限|何曜|"
+            r"what time|^\s*when\b|\bby when\b|deadline|what date|which day|"
+            r"\bwhen (?:is|was|are|were|do|does|did|will|can|could|should|must|has|have)\b",
+            _I,
+        ),
+    ),
+    ("count", re.compile(r"何人|何台|何件|何個|何回|何名|何社|何枚|何冊|何本|いくつ|how many|number of", _I)),
+)
+
+_DIGIT = r"[0-9]"
+# English numbers in words: "six quadrangles", "several years", "two business days".
+_WORD_NUMBER = (
+    r"\b(?:one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|twenty|thirty|fifty|"
+    r"hundred|thousand|several|a few|dozens?)\b"
+)
+_KANJI_NUMBER = r"[一二三四五六七八九十百千]+"
+_TIME_UNIT = (
+    r"(?:日|時間|年|か月|ヶ月|カ月|ヵ月|週間?|分|泊|営業日|days?|hours?|years?|months?|weeks?|"
+    r"minutes?|nights?|business days?|calendar days?|working days?)"
+)
+_TEXT: dict[str, re.Pattern[str]] = {
+    "email": re.compile(r"[\w.+-]+@[\w-]+\.[\w.]+"),
+    # An extension is often a bare number under a "内線" / "Extension" column header.
+    "phone": re.compile(r"\d{2,5}-\d{2,4}-\d{3,4}|\+\d[\d -]{7,}|\d{3,}", _I),
+    "percent": re.compile(r"\d\s*(?:%|パーセント|percent)|\d割|[一二三四五六七八九十]割", _I),
+    "money": re.compile(
+        r"\d\s*(?:万|億|千)?\s*(?:円|yen|jpy|usd|sgd|eur|dollars?|euros?|ユーロ|ドル|元)|[¥$€£]\s*\d|\b(?:jpy|usd|sgd|eur)\s*\d|"
+        + _KANJI_NUMBER
+        + r"万?円",
+        _I,
+    ),
+    "duration": re.compile(
+        r"(?:\d|" + _KANJI_NUMBER + "|" + _WORD_NUMBER + r")\s*" + _TIME_UNIT + r"|半日|終日|当日", _I
+    ),
+    # "When?" is answered by a date or time, but as often by a span: "within 8 hours", "2週間前".
+    "date": re.compile(
+        r"\d\s*(?:年|月|日|時|:\d\d|世紀)|毎月|毎週|毎年|翌月|翌日|前日|当日|月末|月初|曜日?|午前|午後|夜間?|朝|"
+        r"(?:\d|" + _KANJI_NUMBER + "|" + _WORD_NUMBER + r")\s*" + _TIME_UNIT + "|"
+        r"\b(?:jan|feb|mar|apr|may|jun|jul|aug|sep|oct|nov|dec)[a-z]*\b|"
+        r"\b1[0-9]{3}s?\b|\b20[0-9]{2}s?\b|\b(?:BP|BC|AD)\b|紀元|"
+        r"\b(?:mon|tues|wednes|thurs|fri|satur|sun)day|\b(?:daily|weekly|monthly|annually|immediately)\b|"
+        r"\b(?:morning|evening|night|noon|midnight)\b|\bend of (?:the )?(?:month|week|year)|"
+        r"\d+(?:st|nd|rd|th)\b",
+        _I,
+    ),
+    "count": re.compile(r"\d|" + _KANJI_NUMBER + r"(?:人|台|件|個|回|名|社|枚|冊|本|つ)|" + _WORD_NUMBER, _I),
+}
+
+
+def asked_kinds(question: str) -> frozenset[str]:
+    """Every kind the question asks for (a two-part question may ask for a date and an amount)."""
+    text = unicodedata.normalize("NFKC", question)
+    return frozenset(kind for kind, pattern in _QUESTION if pattern.search(text))
+
+
+def holds_kind(text: str, kind: str) -> bool:
+    return bool(_TEXT[kind].search(unicodedata.normalize("NFKC", text)))
+
+
+def kind_signal(kinds: frozenset[str], texts: list[str]) -> float:
+    """+1 when a fact of an asked kind is in one of the texts, -1 when none is, 0 when the question's
+    kind is not recognisable."""
+    if not kinds:
+        return 0.0
+    return 1.0 if any(holds_kind(t, k) for t in texts for k in kinds) else -1.0

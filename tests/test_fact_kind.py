@@ -1,0 +1,86 @@
+"""The asked kind of fact, and the grader's penalty when a passage holds nothing of that kind."""
+
+from __future__ import annotations
+
+import pytest
+
+from crag.text.fact_kind import asked_kinds, holds_kind, kind_signal
+
+
+@pytest.mark.parametrize(
+    ("question", "kind"),
+    [
+        ("在宅勤務の手当はいくら？", "money"),
+        ("How much is the home-office allowance?", "money"),
+        ("有休って来年に何日まで持ち越せる？", "duration"),
+        ("How long are CCTV recordings kept?", "duration"),
+        ("経費精算の締め切りはいつですか？", "date"),
+        ("When is payday?", "date"),
+        ("来客用駐車場って何台分ある？", "count"),
+        ("How many seats does the room have?", "count"),
+        ("ITヘルプデスクの内線は何番？", "phone"),
+        ("what's the email address of the service desk?", "email"),
+        ("日曜出勤は何割増し？", "percent"),
+    ],
+)
+def test_the_asked_kind_is_read_from_the_question(question: str, kind: str) -> None:
+    assert kind in asked_kinds(question)
+
+
+@pytest.mark.parametrize(
+    "question",
+    [
+        "Who chairs the Material Review Board?",
+        "さくら寮でペットは飼える？",
+        "What does Doctor Who do when his body is mortally damaged?",  # "when" inside a clause
+        "Who is the Costa Rican President that went to Harvard?",  # "Costa" is not "cost"
+    ],
+)
+def test_questions_without_a_recognisable_kind_get_none(question: str) -> None:
+    assert asked_kinds(question) == frozenset()
+
+
+def test_a_two_part_question_asks_for_both_kinds() -> None:
+    assert asked_kinds("健康診断はいつまで？再検査の補助はいくら？") >= {"date", "money"}
+
+
+@pytest.mark.parametrize(
+    ("text", "kind"),
+    [
+        ("上限は月額5,000円とする。", "money"),
+        ("The allowance is SGD 800 a year.", "money"),
+        ("An allowance of ¥3,000 per month is paid.", "money"),
+        ("繰越しは最大20日まで。", "duration"),
+        ("Footage is kept for 30 days.", "duration"),
+        ("Applications must be filed two business days before the start.", "duration"),
+        ("翌月10日までに申請する。", "date"),
+        ("Salaries are paid on the 25th of each month.", "date"),
+        ("The first report is due within 8 hours.", "date"),
+        ("内線 4100", "phone"),
+        ("Write to help@example.co.jp.", "email"),
+        ("休日労働は35%の割増とする。", "percent"),
+    ],
+)
+def test_a_passage_holding_that_kind_of_fact_is_recognised(text: str, kind: str) -> None:
+    assert holds_kind(text, kind)
+
+
+@pytest.mark.parametrize(
+    ("text", "kind"),
+    [
+        ("交替勤務手当は、深夜労働の割増賃金とは別に支給します。", "money"),
+        ("Files uploaded to AsaChat are scanned for malware.", "count"),
+        ("フリーダイヤルの番号は社内ポータルに掲載", "phone"),
+        ("Contact the service desk through the portal.", "email"),
+        ("Applications open in the autumn.", "duration"),
+    ],
+)
+def test_a_passage_on_the_topic_without_the_fact_is_not(text: str, kind: str) -> None:
+    assert not holds_kind(text, kind)
+
+
+def test_kind_signal_is_a_penalty_only_when_the_kind_is_known() -> None:
+    asks_money = asked_kinds("安全靴の補助っていくら出る？")
+    assert kind_signal(asks_money, ["安全靴は会社が支給します。", "購入補助は上限8,000円。"]) == 1.0
+    assert kind_signal(asks_money, ["安全靴は会社が支給します。"]) == -1.0
+    assert kind_signal(asked_kinds("さくら寮でペットは飼える？"), ["ペットは不可"]) == 0.0
