@@ -20,6 +20,11 @@ first) and prints `SEMANTIC = Model(...)`. `--report` names datasets that are sc
 on. The upper anchor is the one with the best mean routing accuracy among those whose confidently-wrong
 proxy (a question routed to the documents alone whose best chunk does not hold the answer, or that
 the corpus cannot answer) stays within `--max-wrong` on every fitted dataset.
+
+`--per-chunk` keeps the per-chunk model (the odds that a chunk holds the answer) without the routing
+refit: it picks the answer-holding chunk more often (business-dev top-1 0.60 -> 0.73 with the answer-
+kind signal), which is what a confidently-wrong limit rewards. The proxy misses answers that quote the
+wrong sentence of the right chunk: check the anchor with `python -m crag.eval --sweep`.
 """
 
 from __future__ import annotations
@@ -63,7 +68,7 @@ async def collect(dataset_dir: Path, work: Path, semantic: bool) -> Rows:
     rows = []
     for q in ds.questions:
         query = await engine.rewriter.rewrite(q.question, q.history or [])
-        hits = await engine.retriever.search(query, settings.top_k)
+        hits = await engine.retriever.search(query, settings.top_k, q.question)
         vectors, used = await grader.feature_rows(q.question, [g.chunk for g in hits], semantic)
         if semantic and hits and not used:
             raise SystemExit(f"--semantic: {ds.root.name} has chunks without vectors")
@@ -153,12 +158,23 @@ def wrong_share(z: np.ndarray, inside: np.ndarray, holds: np.ndarray, upper: flo
     return float(((z >= upper) & (~inside | ~holds)).sum() / len(z))
 
 
-def train(data: dict[str, Rows], band: float, max_wrong: float = 1.0) -> tuple[np.ndarray, float]:
+def train(
+    data: dict[str, Rows], band: float, max_wrong: float = 1.0, per_chunk: bool = False
+) -> tuple[np.ndarray, float]:
     """Weights, then the upper anchor maximising the mean routing accuracy over the datasets among
-    the anchors that keep the confidently-wrong proxy within max_wrong on every dataset."""
+    the anchors that keep the confidently-wrong proxy within max_wrong on every dataset.
+
+    per_chunk: keep the first model, the odds that this chunk holds the answer to an answerable
+    question, without the routing refit. It ranks the chunks of a question better (which chunk the
+    answer is taken from is what makes an answer wrong), so under a confidently-wrong limit it routes
+    more questions right."""
     x = np.array([v for rows in data.values() for _, chunks in rows for v, _ in chunks])
-    y = np.array([p for rows in data.values() for _, chunks in rows for _, p in chunks], dtype=float)
-    w = refit_on_best_chunks(fit(x, y), [row for rows in data.values() for row in rows])
+    y = np.array(
+        [p and inside for rows in data.values() for inside, chunks in rows for _, p in chunks], dtype=float
+    )
+    w = fit(x, y)
+    if not per_chunk:
+        w = refit_on_best_chunks(w, [row for rows in data.values() for row in rows])
     logits = {name: question_logits(w, rows) for name, rows in data.items()}
     inside = {name: np.array([r[0] for r in rows]) for name, rows in data.items()}
     holds = {name: best_holds_answer(w, rows) for name, rows in data.items()}
@@ -171,7 +187,7 @@ def train(data: dict[str, Rows], band: float, max_wrong: float = 1.0) -> tuple[n
 
 
 def cross_validate(
-    data: dict[str, Rows], band: float, folds: int, max_wrong: float = 1.0
+    data: dict[str, Rows], band: float, folds: int, max_wrong: float = 1.0, per_chunk: bool = False
 ) -> dict[str, float]:
     """Routing accuracy on questions the fit never saw: each question is held out once."""
     rng = np.random.default_rng(0)
@@ -180,7 +196,7 @@ def cross_validate(
     for k in range(folds):
         seen = {n: [r for r, f in zip(rows, fold_of[n], strict=True) if f != k] for n, rows in data.items()}
         held = {n: [r for r, f in zip(rows, fold_of[n], strict=True) if f == k] for n, rows in data.items()}
-        w, upper = train(seen, band, max_wrong)
+        w, upper = train(seen, band, max_wrong, per_chunk)
         for n, rows in held.items():
             if rows:
                 z = question_logits(w, rows)
@@ -200,6 +216,9 @@ def main() -> None:
     parser.add_argument(
         "--rows", type=Path, default=None, help="keep each dataset's features here and reuse them (refits)"
     )
+    parser.add_argument(
+        "--per-chunk", action="store_true", help="per-chunk answer model, without the routing refit"
+    )
     parser.add_argument("--table", action="store_true", help="print accuracy for a range of anchors")
     parser.add_argument(
         "--cv", type=int, default=0, metavar="K", help="also report K-fold cross-validated accuracy"
@@ -208,7 +227,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         data = {d.name: load_or_collect(d, Path(tmp), args.semantic, args.rows) for d in args.datasets}
         held = {d.name: load_or_collect(d, Path(tmp), args.semantic, args.rows) for d in args.report}
-    w, upper = train(data, args.band, args.max_wrong)
+    w, upper = train(data, args.band, args.max_wrong, args.per_chunk)
     weights = ", ".join(f"{v:.3f}" for v in w[:-1])
     name = "SEMANTIC" if args.semantic else "LEXICAL"
     lower = upper - args.band
@@ -225,7 +244,7 @@ def main() -> None:
                 f"answerable routed to documents {routed:.3f}"
             )
     if args.cv > 1:
-        for set_name, acc in cross_validate(data, args.band, args.cv, args.max_wrong).items():
+        for set_name, acc in cross_validate(data, args.band, args.cv, args.max_wrong, args.per_chunk).items():
             print(f"routing accuracy {set_name}, {args.cv}-fold cross-validated: {acc:.3f}")
     if args.table:
         logits = {n: question_logits(w, rows) for n, rows in data.items()}

@@ -140,7 +140,7 @@ class CragEngine:
             with clock("rewrite"):
                 query = await self.rewriter.rewrite(question, history)
             with clock("retrieve"):
-                candidates = await self._retrieve(query, turn)
+                candidates = await self._retrieve(query, question, turn)
             await stage("grading")
             with clock("grade"):
                 # Refinement of long passages runs alongside grading, so it adds no round trip.
@@ -205,12 +205,12 @@ class CragEngine:
             self.web_breaker.success()
         return query, outcome
 
-    async def _retrieve(self, query: str, turn: trace.TurnTrace) -> list[GradedChunk]:
+    async def _retrieve(self, query: str, question: str, turn: trace.TurnTrace) -> list[GradedChunk]:
         if not self.search_breaker.allow():
             turn.notice("search_failed")
             return []
         try:
-            found = await self.retriever.search(query, self.config.top_k)
+            found = await self.retriever.search(query, self.config.top_k, question)
             self.search_breaker.success()
             return found
         except Exception as exc:

@@ -28,13 +28,18 @@ class QueryRewriter(Protocol):
 class Retriever(Protocol):
     name: str
 
-    async def search(self, query: str, top_k: int) -> list[GradedChunk]:
-        """The top_k chunks for the query, best first, with retrieval_score set and score unset."""
+    async def search(self, query: str, top_k: int, question: str | None = None) -> list[GradedChunk]:
+        """The top_k chunks for the query, best first, with retrieval_score set and score unset.
+        `question` is the user's own words, for a retriever that embeds them (the grader embeds the
+        same text, so a local index computes one question vector per turn)."""
         ...
 
 
 class Grader(Protocol):
-    name: str
+    @property
+    def name(self) -> str:
+        """The provider's name; may change as it gets ready (the local grader once vectors exist)."""
+        ...
 
     async def grade(self, question: str, chunks: Sequence[Chunk]) -> list[float]:
         """Relevance of each chunk to the question on the 0.0-1.0 rubric, in input order."""

@@ -33,7 +33,7 @@ class _DeadRetriever:
     def __init__(self) -> None:
         self.calls = 0
 
-    async def search(self, query: str, top_k: int) -> list[GradedChunk]:
+    async def search(self, query: str, top_k: int, question: str | None = None) -> list[GradedChunk]:
         self.calls += 1
         raise ConnectionError("index unreachable")
 

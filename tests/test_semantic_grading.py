@@ -90,15 +90,19 @@ async def test_grader_adds_semantic_evidence_when_vectors_are_ready(embedder: Lo
     stats = FlatStats(term_extractor())
     question = "在宅勤務の手当って毎月いくらもらえる？"
     grader = LocalGrader(stats, vectors)
+    assert grader.name == "local-semantic"
+    assert LocalGrader(stats, Vectors(embedder, [ALLOWANCE], ready=False)).name == "local-lexical"
     rows, used = await grader.feature_rows(question, [ALLOWANCE, PARKING])
-    assert used and len(rows[0]) == len(LEXICAL.weights) + 4
+    assert used and len(rows[0]) == len(LEXICAL.weights) + 5  # + semantic evidence, answer kind
     # Best-sentence closeness: the allowance sentence is nearer the question than anything about parking.
     sentence = len(LEXICAL.weights) + 1
     assert rows[0][sentence] > rows[1][sentence]
     assert rows[0][len(LEXICAL.weights) + 2] == 1.0  # Japanese question, English chunk
+    # いくら asks for an amount: the allowance passage holds one (JPY 3,000), the parking one none.
+    assert (rows[0][-1], rows[1][-1]) == (1.0, -1.0)
     # A model that reads the semantic part ranks the allowance first; the lexical one cannot tell.
     model = Model(
-        weights=(0.0,) * len(LEXICAL.weights) + (0.0, 2.0, 0.0, 0.0), bias=0.0, upper=0.1, lower=-0.1
+        weights=(0.0,) * len(LEXICAL.weights) + (0.0, 2.0, 0.0, 0.0, 0.0), bias=0.0, upper=0.1, lower=-0.1
     )
     grades = await LocalGrader(stats, vectors, semantic_model=model).grade(question, [ALLOWANCE, PARKING])
     assert grades[0] > grades[1]

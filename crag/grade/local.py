@@ -13,6 +13,12 @@ the one chunk per question that routing looks at, and are general lexical weight
 those documents. The logit is then mapped onto the rubric so that scores
 >= 0.8 mean "answers it" and < 0.4 "does not"; the band between is kept narrow because a grader that
 hedges sends answerable questions to the web.
+
+Once the index's embeddings are built, the SEMANTIC model grades instead: the lexical evidence plus
+meaning (semantic.py) and whether the passage holds the asked kind of fact (text/fact_kind.py). It is
+the odds that this chunk holds the answer, and its "answers it" anchor is set where a wrong answer
+under the green badge stays rare (<= 0.05 of questions), not where routing accuracy peaks: an
+employee would rather read "not found in the documents" than a wrong fact they trust.
 """
 
 from __future__ import annotations
@@ -25,8 +31,10 @@ from dataclasses import dataclass
 from crag.grade.evidence import ChunkSpans, Features, Span, features
 from crag.grade.semantic import VectorSource, evidence
 from crag.models import Chunk
+from crag.text.fact_kind import asked_kinds, kind_signal
 from crag.text.lang import detect_language
 from crag.text.overlap import WeightedQuery, weighted_query
+from crag.text.parts import question_parts
 from crag.text.question import asks_for_number
 from crag.text.sentences import split_sentences
 from crag.text.stats import TermStats
@@ -53,8 +61,28 @@ LEXICAL = Model(
     weights=(1.683, 1.171, 2.683, -2.376, -0.320, 1.709, 1.813), bias=-1.343, upper=0.10, lower=-0.10
 )
 # Lexical and semantic evidence: the lexical vector, then SemanticEvidence.vector() = [chunk cosine,
-# best-sentence cosine, cross-language, cross-language x best-sentence cosine]. None until fitted.
-SEMANTIC: Model | None = None
+# best-sentence cosine, cross-language, cross-language x best-sentence cosine], then the answer-kind
+# signal (crag/text/fact_kind.py: +1 an asked kind of fact is there, -1 it is not, 0 unknown).
+# Fitted per chunk (bench/fit_grader.py --semantic --per-chunk) on jsquad-dev, squad-dev and
+# business-dev; eval/sample-docs held out. upper: the fit's confidently-wrong proxy (the top chunk lacks
+# the answer) put it at 0.45, but the eval CLI, which also counts answers that quote the wrong
+# sentence of the right chunk, measured 0.094 confidently wrong on business-dev there; its sweep put
+# 0.05 at grade 0.9 of that model, i.e. logit 0.45 + ln 2. lower: about where that model graded 0.1,
+# so a passage that may hold the answer is still shown, marked as not from the documents alone,
+# rather than refused. On business-dev, lower 0.45 / -0.25 / -1.00 gave answers holding the gold
+# 0.22 / 0.31 / 0.38 of answerable questions, confidently wrong 0.037 at all three.
+SEMANTIC: Model | None = Model(
+    weights=(2.318, 1.494, 1.016, 0.146, -0.462, 0.346, -2.584, 1.454, 1.257, 1.188, 0.537, 0.589),
+    bias=-5.205,
+    upper=1.14,
+    lower=-1.00,
+)
+
+
+# The rubric's "answers it" grade, and the grade a passage is held back to when it answers only a
+# part of the question (still relevant: kept for an answer marked as not from the documents alone).
+ANSWERS = 0.8
+HELD_BACK = 0.79
 
 
 def logit(f: Features) -> float:
@@ -83,12 +111,27 @@ class LocalGrader:
         self._index = index
         self._vectors = vectors
         self._semantic_model = semantic_model or SEMANTIC
-        semantic = self._semantic_model is not None and vectors is not None
-        self.name = "local-semantic" if semantic else "local-lexical"  # semantic once vectors are built
         self._cache: OrderedDict[str, ChunkSpans] = OrderedDict()
         self._cache_size = cache_size
 
+    @property
+    def name(self) -> str:
+        """What grades now: the semantic model once the index's vectors are built, lexical before."""
+        ready = self._vectors is not None and self._vectors.vectors_ready
+        return "local-semantic" if ready and self._semantic_model is not None else "local-lexical"
+
     async def grade(self, question: str, chunks: Sequence[Chunk]) -> list[float]:
+        scores = await self._scores(question, chunks)
+        parts = question_parts(question)
+        if len(parts) > 1 and max(scores, default=0.0) >= ANSWERS:
+            # A question asking for two things is answered from the documents alone only when each
+            # part is: otherwise the best passage answers half of it under the green badge.
+            for part in parts:
+                if max(await self._scores(part, chunks), default=0.0) < ANSWERS:
+                    return [min(s, HELD_BACK) for s in scores]
+        return scores
+
+    async def _scores(self, question: str, chunks: Sequence[Chunk]) -> list[float]:
         want_semantic = self._semantic_model is not None
         rows, semantic = await self.feature_rows(question, chunks, semantic=want_semantic)
         model = self._semantic_model if semantic and self._semantic_model is not None else LEXICAL
@@ -101,7 +144,8 @@ class LocalGrader:
         for and every chunk's vectors are there: one model grades all chunks of a turn)."""
         query = self.query(question)
         wants_number = asks_for_number(question)
-        rows = [self.features(query, c, wants_number).vector() for c in chunks]
+        lexical = [self.features(query, c, wants_number) for c in chunks]
+        rows = [f.vector() for f in lexical]
         if not semantic or self._vectors is None or not self._vectors.vectors_ready or not chunks:
             return rows, False
         question_vector = await self._vectors.query_vector(question)
@@ -111,7 +155,14 @@ class LocalGrader:
         found = [evidence(question_vector, language, c.id, c.framed_text, self._vectors) for c in chunks]
         if any(e is None for e in found):
             return rows, False
-        return [x + e.vector() for x, e in zip(rows, found, strict=True) if e is not None], True
+        kinds = asked_kinds(question)
+        # Is a fact of the asked kind where the answer would come from: the best lexical window or
+        # the sentence closest in meaning?
+        return [
+            [*x, *e.vector(), kind_signal(kinds, [f.window_text, e.best_sentence])]
+            for x, f, e in zip(rows, lexical, found, strict=True)
+            if e is not None
+        ], True
 
     def query(self, question: str) -> WeightedQuery:
         return weighted_query(self._index.words(question), self._index.idf)

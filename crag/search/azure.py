@@ -164,7 +164,10 @@ class AzureSearchRetriever:
     async def __aexit__(self, *exc: object) -> None:
         await self.close()
 
-    async def search(self, query: str, top_k: int) -> list[GradedChunk]:
+    async def search(self, query: str, top_k: int, question: str | None = None) -> list[GradedChunk]:
+        # The vector side embeds the rewritten query, as azure-search-openai-demo does: the LLM
+        # rewrite resolves follow-ups that the user's own words leave open.
+        del question
         query = query.strip()
         if not query or top_k <= 0:
             return []
