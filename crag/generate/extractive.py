@@ -17,6 +17,7 @@ from crag.grade.semantic import VectorSource, centred
 from crag.messages import REFUSAL
 from crag.models import Citation, GeneratedAnswer, GradedChunk, WebResult
 from crag.protocols import TextSink
+from crag.text.fact_kind import asked_kinds, kind_signal
 from crag.text.overlap import WeightedQuery, weighted_query
 from crag.text.question import asks_for_number, has_number
 from crag.text.sentences import split_sentences
@@ -30,9 +31,13 @@ MIN_EXCERPT = 60
 _MARKER_COST = 5
 # Search engines cut snippets at about 300-320 characters.
 WHOLE_SNIPPET_MAX = 320
-# Weight of a sentence's centred cosine to the question (about -0.5 unrelated, +0.5..0.9 close) in its
-# score, beside lexical coverage (0..1).
-SEMANTIC_WEIGHT = 0.3
+# A sentence's score is SENTENCE_WEIGHTS . its features (_features): the share of the question's
+# information in the sentence, the same counting its source's title and headers, the source's grade,
+# its position in the source, its centred cosine to the question (about -0.5 unrelated, +0.5..0.9
+# close; 0 without vectors), a number when the question asks for one, and the answer-kind signal
+# (+1 / -1 / 0, crag/text/fact_kind.py). Fitted by bench/fit_composer.py.
+SENTENCE_WEIGHTS = (0.919, 1.880, 1.292, -0.000, 1.155, 0.759, 1.181)
+SEMANTIC = 4  # index of the cosine among the features
 
 
 @dataclass
@@ -58,14 +63,14 @@ class ExtractiveComposer:
         index: TermStats,
         max_chars: int = 300,
         vectors: VectorSource | None = None,
-        semantic_weight: float = SEMANTIC_WEIGHT,
+        weights: Sequence[float] = SENTENCE_WEIGHTS,
     ) -> None:
         self._index = index
         self._max_chars = max_chars
         # With the index's sentence vectors, a sentence also scores by how close it is in meaning
         # to the question: a paraphrase shares few words with its answer, another language none.
         self._vectors = vectors
-        self._semantic_weight = semantic_weight
+        self._weights = tuple(weights)
 
     async def generate(
         self,
@@ -110,7 +115,7 @@ class ExtractiveComposer:
             self._vectors is None
             or not self._vectors.vectors_ready
             or not chunks
-            or self._semantic_weight <= 0
+            or self._weights[SEMANTIC] <= 0
         ):
             return {}
         question_vector = await self._vectors.query_vector(question)
@@ -135,7 +140,7 @@ class ExtractiveComposer:
     ) -> tuple[list[_Source], list[_Candidate]]:
         sources: list[_Source] = []
         candidates: list[_Candidate] = []
-        wants_number = asks_for_number(question)
+        kinds = _kinds(question)
         for g in chunks:
             c = g.chunk
             citation = Citation(
@@ -150,7 +155,7 @@ class ExtractiveComposer:
                     context,
                     len(sources) - 1,
                     g.score,
-                    wants_number,
+                    kinds,
                     (meaning or {}).get(c.id, {}),
                 )
             )
@@ -158,7 +163,7 @@ class ExtractiveComposer:
             citation = Citation(number=0, kind="web", title=w.title, url=w.url, excerpt=w.snippet[:160])
             sources.append(_Source(citation, 0.6))
             context = frozenset(self._index.terms(w.title))
-            sentences = self._sentences(query, w.snippet, context, len(sources) - 1, 0.6, wants_number)
+            sentences = self._sentences(query, w.snippet, context, len(sources) - 1, 0.6, kinds)
             if sentences and len(w.snippet) <= WHOLE_SNIPPET_MAX:
                 # A snippet is already the search engine's excerpt around the match, and its answer
                 # often sits in the sentence before or after the one that repeats the question:
@@ -176,25 +181,57 @@ class ExtractiveComposer:
         context: frozenset[str],
         source: int,
         weight: float,
-        wants_number: bool,
+        kinds: frozenset[str],
         meaning: dict[str, float] | None = None,
     ) -> list[_Candidate]:
         out = []
         for order, sentence in enumerate(split_sentences(text)):
-            terms = frozenset(self._index.terms(sentence))
-            own = query.coverage(terms)
-            framed = query.coverage(terms | context)  # the title counts: 「天治」 is rarely repeated
-            close = (meaning or {}).get(sentence)
-            score = 0.0
-            if framed > 0 or (close is not None and close > 0):
-                score = 0.7 * own + 0.3 * framed + 0.1 * weight - 0.002 * order
-                if close is not None:
-                    score += self._semantic_weight * close
-                if wants_number and has_number(sentence):
-                    score += 0.15
+            x = self._features(query, sentence, context, order, weight, kinds, meaning)
             # A sentence sharing nothing with the question is kept only as a possible follower.
-            out.append(_Candidate(sentence, source, order, max(score, 0.0)))
+            score = max(0.0, sum(w * v for w, v in zip(self._weights, x, strict=True))) if x else 0.0
+            out.append(_Candidate(sentence, source, order, score))
         return out
+
+    def _features(
+        self,
+        query: WeightedQuery,
+        sentence: str,
+        context: frozenset[str],
+        order: int,
+        weight: float,
+        kinds: frozenset[str],
+        meaning: dict[str, float] | None,
+    ) -> list[float] | None:
+        """The sentence's features (SENTENCE_WEIGHTS), or None when it shares nothing with the
+        question, in words or in meaning."""
+        terms = frozenset(self._index.terms(sentence))
+        own = query.coverage(terms)
+        framed = query.coverage(terms | context)  # the title counts: 「天治」 is rarely repeated
+        close = (meaning or {}).get(sentence)
+        if framed <= 0 and (close is None or close <= 0):
+            return None
+        number = 1.0 if "number" in kinds and has_number(sentence) else 0.0
+        kind = kind_signal(kinds - {"number"}, [sentence])
+        return [own, framed, weight, float(order), close or 0.0, number, kind]
+
+    async def sentence_rows(
+        self, question: str, chunks: Sequence[GradedChunk]
+    ) -> list[tuple[str, list[float]]]:
+        """Each candidate sentence of the chunks with its features, as generate() scores them
+        (bench/fit_composer.py fits SENTENCE_WEIGHTS on these)."""
+        query = weighted_query(self._index.words(question), self._index.idf)
+        meaning = await self._meaning(question, chunks)
+        kinds = _kinds(question)
+        rows = []
+        for g in chunks:
+            context = frozenset(self._index.terms(" ".join(g.chunk.headers)))
+            for order, sentence in enumerate(split_sentences(g.chunk.text)):
+                x = self._features(
+                    query, sentence, context, order, g.score, kinds, meaning.get(g.chunk.id, {})
+                )
+                if x is not None:
+                    rows.append((sentence, x))
+        return rows
 
     def _choose(
         self, query: WeightedQuery, candidates: list[_Candidate], sources: list[_Source], lead_in: bool
@@ -300,3 +337,9 @@ def _trim(text: str, max_chars: int) -> str:
     if len(text) <= max_chars:
         return text
     return text[: max_chars - 1].rstrip() + "…"
+
+
+def _kinds(question: str) -> frozenset[str]:
+    """The kinds of fact the question asks for, and "number" when it asks for any number."""
+    kinds = asked_kinds(question)
+    return kinds | {"number"} if asks_for_number(question) else kinds
