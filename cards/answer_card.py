@@ -80,7 +80,9 @@ def answer_card(
         body.append(_text("\n\n".join(f"[{c.number}] {_link(c.title, c.url)}" for c in web), id="web_urls"))
 
     if result.queries:
-        searched = f"🔎 {t('searched', lang)}: {safe_markdown(_clip(result.queries[0], 120))}"
+        # Every search the turn made: the first, then any re-search for what it did not cover.
+        queries = " / ".join(_clip(q, 120) for q in result.queries[:3])
+        searched = f"🔎 {t('searched', lang)}: {safe_markdown(queries)}"
         body.append(_text(searched, id="query", isSubtle=True, size="Small", spacing="Medium"))
     if result.graded:
         facts = [

@@ -15,6 +15,10 @@ _TEXTS: dict[str, dict[Lang, str]] = {
     "web_sources": {"ja": "Web の情報源", "en": "Web sources"},
     "stage.searching": {"ja": "社内文書を検索しています…", "en": "Searching internal documents…"},
     "stage.grading": {"ja": "関連度を確認しています…", "en": "Checking relevance…"},
+    "stage.researching": {
+        "ja": "足りない情報を探し直しています…",
+        "en": "Searching again for what is missing…",
+    },
     "stage.web": {"ja": "Web を検索しています…", "en": "Searching the web…"},
     "stage.writing": {"ja": "回答を作成しています…", "en": "Writing the answer…"},
     "searched": {"ja": "検索キーワード", "en": "Searched for"},

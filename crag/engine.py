@@ -1,6 +1,12 @@
-"""The CRAG flow, top to bottom: rewrite -> retrieve -> grade -> decide -> [web] -> generate.
+"""The CRAG flow, one turn, as explicit steps over an immutable state:
 
-The engine only sees the provider protocols; which LLM, index or web search is behind them is the
+    rewrite -> retrieve -> grade -> route -> (re-search -> route)* -> [web] -> refine -> generate
+
+Each step is a small method taking the turn's state and returning a new one; `_run` lists them in
+order and is the whole flow. Routing (crag/routing.py) decides the branch. Re-search (seed 002,
+DESIGN §3 step 5) runs while a part of the question has no answering passage, or the best passage is
+only ambiguous, and the rewriter has a query not tried yet: at most `research_rounds` times. The
+engine only sees the provider protocols; which LLM, index or web search is behind them is the
 factory's business. Every turn returns one CragResult, whatever fails along the way.
 """
 
@@ -9,13 +15,26 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Awaitable, Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field, replace
+from typing import Literal
 
 from crag import trace
 from crag.breaker import CircuitBreaker
 from crag.cache import AnswerCache
-from crag.models import Branch, CragResult, GradedChunk, Turn, WebOutcome, WebStatus
+from crag.models import (
+    Branch,
+    Chunk,
+    CragResult,
+    GeneratedAnswer,
+    GradedChunk,
+    Stage,
+    Turn,
+    WebOutcome,
+    WebResult,
+    WebStatus,
+)
 from crag.protocols import (
     AnswerGenerator,
     Grader,
@@ -27,7 +46,9 @@ from crag.protocols import (
     WebSearch,
 )
 from crag.refine.passthrough import PassThroughRefiner
+from crag.routing import RoutingPolicy
 from crag.text.lang import detect_language
+from crag.text.parts import question_parts
 
 log = logging.getLogger(__name__)
 
@@ -41,15 +62,41 @@ class EngineConfig:
     # Start the web search before grading decides it is needed (saves its latency on the
     # ambiguous and incorrect branches; costs a web search on the correct one).
     speculative_web: bool = False
+    # Extra document searches for what the first one did not cover (seed 002: at most 3 in all).
+    research_rounds: int = 2
+
+    @property
+    def policy(self) -> RoutingPolicy:
+        return RoutingPolicy(upper=self.upper, lower=self.lower)
+
+
+@dataclass(frozen=True)
+class TurnState:
+    """What the turn knows so far. Steps return a new state (dataclasses.replace), never mutate."""
+
+    question: str
+    history: tuple[Turn, ...]
+    language: Literal["ja", "en"]
+    parts: tuple[str, ...]  # the question's parts; one when it asks for one thing
+    queries: tuple[str, ...] = ()  # every document search made
+    searched: tuple[GradedChunk, ...] = ()  # the last search's new passages, not graded yet
+    graded: tuple[GradedChunk, ...] = ()
+    part_best: tuple[float, ...] = ()  # multi-part questions: each part's best passage grade
+    missing: tuple[str, ...] = ()  # parts no passage answers
+    branch: Branch = Branch.INCORRECT
+    kept: tuple[GradedChunk, ...] = ()
+    rounds: int = 0  # re-searches made
+    exhausted: bool = False  # the rewriter had no new query
+    web_query: str = ""
+    web: WebOutcome = field(default_factory=lambda: WebOutcome(status=WebStatus.NOT_NEEDED))
+    knowledge: tuple[GradedChunk, ...] = ()
+    web_knowledge: tuple[WebResult, ...] = ()
+    answer: GeneratedAnswer | None = None
 
 
 def decide(graded: Sequence[GradedChunk], upper: float, lower: float) -> tuple[Branch, list[GradedChunk]]:
     """The CRAG branch and the chunks it keeps (best first)."""
-    ranked = sorted(graded, key=lambda g: -g.score)
-    if ranked and ranked[0].score >= upper:
-        return Branch.CORRECT, [g for g in ranked if g.score >= upper]
-    kept = [g for g in ranked if g.score >= lower]
-    return (Branch.AMBIGUOUS if kept else Branch.INCORRECT), kept
+    return RoutingPolicy(upper=upper, lower=lower).decide(graded)
 
 
 class CragEngine:
@@ -71,6 +118,7 @@ class CragEngine:
         self.web = web
         self.generator = generator
         self.config = config or EngineConfig()
+        self.policy = self.config.policy
         self.refiner: KnowledgeRefiner = refiner or PassThroughRefiner()
         self._closers = list(closers)
         self.cache = cache
@@ -112,154 +160,236 @@ class CragEngine:
                 cached.timings_ms = {"cache": 0.0, "total": 0.0}
                 return cached
         with trace.turn_trace() as turn:
-            result = await self._run(question, history, turn, on_stage or _ignore, on_text)
+            result = await _Turn(self, turn, on_stage or _ignore, on_text).run(question, history)
         if self.cache is not None:
             self.cache.put(question, history, result)
         return result
 
-    async def _run(
-        self,
-        question: str,
-        history: Sequence[Turn],
-        turn: trace.TurnTrace,
-        stage: StageSink,
-        on_text: TextSink | None,
-    ) -> CragResult:
-        timings: dict[str, float] = {}
-        clock = _Clock(timings)
+
+class _Turn:
+    """One run of the flow: the steps, and the bookkeeping they share (timings, stage reports,
+    the speculative web search and the refinement running beside grading)."""
+
+    def __init__(
+        self, engine: CragEngine, turn: trace.TurnTrace, on_stage: StageSink, on_text: TextSink | None
+    ) -> None:
+        self.e = engine
+        self.turn = turn
+        self.on_stage = on_stage
+        self.on_text = on_text
+        self.timings: dict[str, float] = {}
+        self.web_task: asyncio.Task[tuple[str, WebOutcome]] | None = None
+        self.refined: dict[str, Chunk] = {}
+        self.refining: list[asyncio.Task[tuple[list[GradedChunk], list[WebResult]]]] = []
+
+    async def run(self, question: str, history: Sequence[Turn]) -> CragResult:
         started = time.perf_counter()
-        language = detect_language(question)
-
-        await stage("searching")
-        # The web search does not depend on the documents: start it now, while documents are
-        # searched and graded, and drop it if they turn out to answer the question.
-        speculative = (
-            asyncio.create_task(self._search_web(question, history)) if self.config.speculative_web else None
-        )
+        s = TurnState(question, tuple(history), detect_language(question), tuple(question_parts(question)))
         try:
-            with clock("rewrite"):
-                query = await self.rewriter.rewrite(question, history)
-            with clock("retrieve"):
-                candidates = await self._retrieve(query, question, turn)
-            await stage("grading")
-            with clock("grade"):
-                # Refinement of long passages runs alongside grading, so it adds no round trip.
-                refining = asyncio.create_task(self.refiner.refine(question, candidates, []))
-                graded = await self._grade(question, candidates)
-            branch, kept = decide(graded, self.config.upper, self.config.lower)
-            for g in kept:
-                g.kept = True
-
-            web = WebOutcome(status=WebStatus.NOT_NEEDED)
-            web_query = ""
-            if branch is not Branch.CORRECT:
-                await stage("web")
-                with clock("web"):
-                    web_query, web = await (speculative or self._search_web(question, history))
-            elif speculative is not None:
-                speculative.cancel()
-
-            await stage("writing")
-            with clock("refine"):
-                # Refined texts, on the kept chunks with their final grades (refining started before them).
-                refined = {g.chunk.id: g.chunk for g in (await refining)[0]}
-                knowledge = [
-                    g.model_copy(update={"chunk": refined[g.chunk.id]}) for g in kept if g.chunk.id in refined
-                ]
-                _, web_knowledge = await self.refiner.refine(question, [], web.results)
+            await self.stage(Stage.SEARCHING)
+            if self.e.config.speculative_web:
+                # The web search does not depend on the documents: start it now, and drop it if
+                # they turn out to answer the question.
+                self.web_task = asyncio.create_task(self.find_on_web(s))
+            s = await self.step("rewrite", self.rewrite, s)
+            s = await self.step("retrieve", self.retrieve, s)
+            await self.stage(Stage.GRADING)
+            s = await self.step("grade", self.grade, s)
+            s = self.route(s)
+            while self.wants_research(s):
+                await self.stage(Stage.RESEARCHING)
+                s = await self.step("research", self.research, s)
+                s = await self.step("grade", self.grade, s)
+                s = self.route(s)
+            if s.branch is not Branch.CORRECT:
+                await self.stage(Stage.WEB)
+                s = await self.step("web", self.search_web, s)
+            await self.stage(Stage.WRITING)
+            s = await self.step("refine", self.refine, s)
         finally:
-            if speculative is not None and not speculative.done():
-                speculative.cancel()
-        with clock("generate"):
-            answer = await self.generator.generate(question, language, knowledge, web_knowledge, on_text)
-        timings["total"] = round((time.perf_counter() - started) * 1000, 2)
-        return CragResult(
-            question=question,
-            language=language,
-            queries=[query],
-            web_query=web_query,
-            branch=branch,
-            graded=graded,
-            web=web,
-            answer=answer.text,
-            refused=answer.refused,
-            citations=answer.citations,
-            followups=answer.followups,
-            notices=list(turn.notices),
-            timings_ms=timings,
-            llm_calls=turn.llm_calls,
-            llm_tokens=turn.tokens,
-            providers=self.providers,
-        )
+            for task in [self.web_task, *self.refining]:
+                if task is not None and not task.done():
+                    task.cancel()
+        s = await self.step("generate", self.generate, s)
+        self.timings["total"] = round((time.perf_counter() - started) * 1000, 2)
+        return self.result(s)
 
-    async def _search_web(self, question: str, history: Sequence[Turn]) -> tuple[str, WebOutcome]:
-        query = await self.rewriter.rewrite_for_web(question, history)
-        if not self.web_breaker.allow():
-            return query, WebOutcome(
-                status=WebStatus.FAILED, message="Web search is temporarily unavailable."
+    # -- the steps ---------------------------------------------------------------------------------
+    async def rewrite(self, s: TurnState) -> TurnState:
+        return replace(s, queries=(await self.e.rewriter.rewrite(s.question, s.history),))
+
+    async def retrieve(self, s: TurnState) -> TurnState:
+        found = await self.search(s.queries[-1], s.question)
+        self.refine_early(s.question, found)
+        return replace(s, searched=tuple(found))
+
+    async def grade(self, s: TurnState) -> TurnState:
+        """Grade the new passages against the question, and against each of its parts when it has
+        several (which parts some passage answers decides the branch and what to search next)."""
+        new = list(s.searched)
+        scores = await self.scores(s.question, new)
+        graded = [*s.graded, *(g.model_copy(update={"score": x}) for g, x in zip(new, scores, strict=True))]
+        part_best = s.part_best
+        if len(s.parts) > 1:
+            bests = [max(await self.scores(part, new), default=0.0) for part in s.parts]
+            part_best = tuple(
+                max(a, b) for a, b in zip(s.part_best or (0.0,) * len(bests), bests, strict=True)
             )
-        outcome = await self.web.search(query, self.config.web_results)
-        if outcome.status is WebStatus.FAILED:
-            self.web_breaker.failure()
-        elif outcome.status is WebStatus.OK:
-            self.web_breaker.success()
-        return query, outcome
+        missing = tuple(p for p, b in zip(s.parts, part_best, strict=False) if not self.e.policy.covers([b]))
+        return replace(s, graded=tuple(graded), searched=(), part_best=part_best, missing=missing)
 
-    async def _retrieve(self, query: str, question: str, turn: trace.TurnTrace) -> list[GradedChunk]:
-        if not self.search_breaker.allow():
-            turn.notice("search_failed")
+    def route(self, s: TurnState) -> TurnState:
+        branch, kept = self.e.policy.decide(s.graded, s.missing)
+        return replace(s, branch=branch, kept=tuple(kept))
+
+    def wants_research(self, s: TurnState) -> bool:
+        """Search again while something is left to find and the rewriter has a new query for it."""
+        if s.exhausted or s.rounds >= self.e.config.research_rounds or not s.graded:
+            return False
+        return bool(s.missing) or s.branch is Branch.AMBIGUOUS
+
+    async def research(self, s: TurnState) -> TurnState:
+        targets = list(s.missing) or [s.question]
+        queries = await self.e.rewriter.rewrite_missing(s.question, s.history, targets, s.queries)
+        queries = [q for q in queries if q not in s.queries][: len(targets)]
+        if not queries:
+            return replace(s, exhausted=True)
+        # One query per missing part: its dense side embeds that part. A query written for several
+        # parts (the LLM's) embeds itself.
+        pairs = (
+            zip(queries, targets, strict=True) if len(queries) == len(targets) else ((q, q) for q in queries)
+        )
+        found = await asyncio.gather(*(self.search(query, text) for query, text in pairs))
+        seen = {g.chunk.id for g in s.graded}
+        new: list[GradedChunk] = []
+        for hit in (h for hits in found for h in hits):
+            if hit.chunk.id not in seen:
+                seen.add(hit.chunk.id)
+                new.append(hit)
+        self.refine_early(s.question, new)
+        return replace(s, queries=(*s.queries, *queries), searched=tuple(new), rounds=s.rounds + 1)
+
+    async def search_web(self, s: TurnState) -> TurnState:
+        web_query, outcome = await (self.web_task or self.find_on_web(s))
+        self.web_task = None
+        return replace(s, web_query=web_query, web=outcome)
+
+    async def refine(self, s: TurnState) -> TurnState:
+        """The kept passages' refined texts (refinement started as soon as they were found), and the
+        web results'."""
+        for done in await asyncio.gather(*self.refining):
+            self.refined.update({g.chunk.id: g.chunk for g in done[0]})
+        self.refining = []
+        knowledge = tuple(
+            g.model_copy(update={"chunk": self.refined[g.chunk.id]})
+            for g in s.kept
+            if g.chunk.id in self.refined
+        )
+        _, web_knowledge = await self.e.refiner.refine(s.question, [], s.web.results)
+        return replace(s, knowledge=knowledge, web_knowledge=tuple(web_knowledge))
+
+    async def generate(self, s: TurnState) -> TurnState:
+        answer = await self.e.generator.generate(
+            s.question, s.language, list(s.knowledge), list(s.web_knowledge), self.on_text
+        )
+        return replace(s, answer=answer)
+
+    # -- what the steps share ----------------------------------------------------------------------
+    async def step(
+        self, name: str, fn: Callable[[TurnState], Awaitable[TurnState]], s: TurnState
+    ) -> TurnState:
+        with self.clock(name):
+            return await fn(s)
+
+    @contextmanager
+    def clock(self, name: str) -> Iterator[None]:
+        """Wall time per step in milliseconds, summed over rounds."""
+        start = time.perf_counter()
+        try:
+            yield
+        finally:
+            elapsed = (time.perf_counter() - start) * 1000
+            self.timings[name] = round(self.timings.get(name, 0.0) + elapsed, 2)
+
+    async def stage(self, stage: Stage) -> None:
+        await self.on_stage(stage)
+
+    def refine_early(self, question: str, found: Sequence[GradedChunk]) -> None:
+        """Refinement of long passages runs beside grading, so it adds no round trip."""
+        if found:
+            self.refining.append(asyncio.create_task(self.e.refiner.refine(question, list(found), [])))
+
+    async def search(self, query: str, question: str) -> list[GradedChunk]:
+        e = self.e
+        if not e.search_breaker.allow():
+            self.turn.notice("search_failed")
             return []
         try:
-            found = await self.retriever.search(query, self.config.top_k, question)
-            self.search_breaker.success()
+            found = await e.retriever.search(query, e.config.top_k, question)
+            e.search_breaker.success()
             return found
         except Exception as exc:
-            self.search_breaker.failure()
+            e.search_breaker.failure()
             # An unreachable index leaves nothing to grade: the turn goes to the web and says why.
             # Only the class name: a client exception can carry a URL with credentials in it.
             log.warning("document search failed (%s); continuing without documents", type(exc).__name__)
-            turn.notice("search_failed")
+            self.turn.notice("search_failed")
             return []
 
-    async def _grade(self, question: str, candidates: list[GradedChunk]) -> list[GradedChunk]:
-        if not candidates:
+    async def scores(self, question: str, passages: Sequence[GradedChunk]) -> list[float]:
+        if not passages:
             return []
         try:
-            scores = await self.grader.grade(question, [g.chunk for g in candidates])
+            scores = await self.e.grader.grade(question, [g.chunk for g in passages])
         except Exception:
             # A failed grade counts as 0.0 (not relevant): the turn goes on towards the web.
-            log.exception("grading failed; treating %d chunks as irrelevant", len(candidates))
-            scores = [0.0] * len(candidates)
-        if len(scores) != len(candidates):
-            log.error("grader returned %d scores for %d chunks", len(scores), len(candidates))
-            scores = [*scores, *[0.0] * len(candidates)][: len(candidates)]
-        for g, s in zip(candidates, scores, strict=True):
-            g.score = min(1.0, max(0.0, float(s)))
-        return candidates
+            log.exception("grading failed; treating %d chunks as irrelevant", len(passages))
+            scores = [0.0] * len(passages)
+        if len(scores) != len(passages):
+            log.error("grader returned %d scores for %d chunks", len(scores), len(passages))
+            scores = [*scores, *[0.0] * len(passages)][: len(passages)]
+        return [min(1.0, max(0.0, float(x))) for x in scores]
+
+    async def find_on_web(self, s: TurnState) -> tuple[str, WebOutcome]:
+        e = self.e
+        query = await e.rewriter.rewrite_for_web(s.question, s.history)
+        if not e.web_breaker.allow():
+            return query, WebOutcome(
+                status=WebStatus.FAILED, message="Web search is temporarily unavailable."
+            )
+        outcome = await e.web.search(query, e.config.web_results)
+        if outcome.status is WebStatus.FAILED:
+            e.web_breaker.failure()
+        elif outcome.status is WebStatus.OK:
+            e.web_breaker.success()
+        return query, outcome
+
+    def result(self, s: TurnState) -> CragResult:
+        assert s.answer is not None  # generate ran
+        kept = {g.chunk.id for g in s.kept}
+        return CragResult(
+            question=s.question,
+            language=s.language,
+            queries=list(s.queries),
+            web_query=s.web_query,
+            branch=s.branch,
+            missing_parts=list(s.missing),
+            graded=[g.model_copy(update={"kept": g.chunk.id in kept}) for g in s.graded],
+            web=s.web,
+            answer=s.answer.text,
+            refused=s.answer.refused,
+            citations=s.answer.citations,
+            followups=s.answer.followups,
+            notices=list(self.turn.notices),
+            timings_ms=self.timings,
+            llm_calls=self.turn.llm_calls,
+            llm_tokens=self.turn.tokens,
+            providers=self.e.providers,
+        )
 
 
-async def _ignore(stage: str) -> None:
+async def _ignore(stage: Stage) -> None:
     return None
 
 
-class _Clock:
-    """Accumulates wall time per stage in milliseconds."""
-
-    def __init__(self, timings: dict[str, float]) -> None:
-        self._timings = timings
-        self._stage = ""
-        self._start = 0.0
-
-    def __call__(self, stage: str) -> _Clock:
-        self._stage = stage
-        return self
-
-    def __enter__(self) -> None:
-        self._start = time.perf_counter()
-
-    def __exit__(self, *exc: object) -> None:
-        elapsed = (time.perf_counter() - self._start) * 1000
-        self._timings[self._stage] = round(self._timings.get(self._stage, 0.0) + elapsed, 2)
-
-
-__all__ = ["CragEngine", "EngineConfig", "decide"]
+__all__ = ["CragEngine", "EngineConfig", "TurnState", "decide"]

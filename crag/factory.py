@@ -107,6 +107,7 @@ def build_engine(settings: CragSettings, index: LocalIndex | None) -> CragEngine
         upper=settings.upper_threshold,
         lower=settings.lower_threshold,
         top_k=settings.top_k,
+        research_rounds=settings.research_rounds,
         web_results=settings.web_results,
         speculative_web=settings.speculative_web and uses_serpapi(settings),
     )

@@ -17,6 +17,16 @@ class Branch(StrEnum):
     INCORRECT = "incorrect"  # web only
 
 
+class Stage(StrEnum):
+    """What a turn is doing, as clients show it while they wait (cards/strings.py: stage.<value>)."""
+
+    SEARCHING = "searching"
+    GRADING = "grading"
+    RESEARCHING = "researching"  # searching again for what the first search did not cover
+    WEB = "web"
+    WRITING = "writing"
+
+
 class Chunk(BaseModel):
     """One retrievable piece of a document, with enough provenance to cite it."""
 
@@ -92,9 +102,11 @@ class CragResult(BaseModel):
     created_at: datetime = Field(default_factory=lambda: datetime.now(UTC))
     question: str
     language: Literal["ja", "en"]
-    queries: list[str] = Field(default_factory=list)
+    queries: list[str] = Field(default_factory=list)  # every document search, in order
     web_query: str = ""
     branch: Branch
+    # Parts of a multi-part question that no passage answers (they keep it off the correct branch).
+    missing_parts: list[str] = Field(default_factory=list)
     graded: list[GradedChunk] = Field(default_factory=list)
     web: WebOutcome = Field(default_factory=lambda: WebOutcome(status=WebStatus.NOT_NEEDED))
     answer: str

@@ -5,12 +5,12 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Literal, Protocol
 
-from crag.models import Chunk, GeneratedAnswer, GradedChunk, Turn, WebOutcome, WebResult
+from crag.models import Chunk, GeneratedAnswer, GradedChunk, Stage, Turn, WebOutcome, WebResult
 
 # Receives the partial answer text while it is being generated (for streaming UIs).
 TextSink = Callable[[str], Awaitable[None]]
 # Receives the name of the stage the engine is entering: searching, grading, web, writing.
-StageSink = Callable[[str], Awaitable[None]]
+StageSink = Callable[[Stage], Awaitable[None]]
 
 
 class QueryRewriter(Protocol):
@@ -22,6 +22,14 @@ class QueryRewriter(Protocol):
 
     async def rewrite_for_web(self, question: str, history: Sequence[Turn]) -> str:
         """A query for a web search engine."""
+        ...
+
+    async def rewrite_missing(
+        self, question: str, history: Sequence[Turn], missing: Sequence[str], used: Sequence[str]
+    ) -> list[str]:
+        """New search keywords for the parts of the question the documents found so far do not
+        answer (`missing`; the whole question when one part), other than the `used` queries.
+        Empty when there is nothing new to search for."""
         ...
 
 

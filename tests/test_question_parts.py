@@ -1,14 +1,10 @@
-"""A question asking for two things is answered from the documents alone only when each part is."""
+"""A question asking for two things is split into its parts (tests/test_research.py: the engine's use)."""
 
 from __future__ import annotations
 
 import pytest
 
-from crag.grade.local import ANSWERS, LocalGrader
-from crag.models import Chunk
 from crag.text.parts import question_parts
-from crag.text.stats import FlatStats
-from crag.text.tokenize import term_extractor
 
 
 @pytest.mark.parametrize(
@@ -39,32 +35,3 @@ def test_a_question_asking_two_things_has_two_parts(question: str, parts: int) -
 )
 def test_a_question_asking_one_thing_stays_whole(question: str) -> None:
     assert question_parts(question) == [question]
-
-
-ALLOWANCE = Chunk(
-    id="remote#3",
-    file="remote_work.md",
-    title="Remote work policy",
-    headers=["Remote work policy", "Allowance"],
-    text="Employees who work from home receive a monthly allowance of JPY 3,000 for internet and power.",
-)
-PARKING = Chunk(
-    id="facilities#2",
-    file="facilities.md",
-    title="Facilities",
-    headers=["Facilities", "Visitor parking"],
-    text="Visitors park in bay B, next to reception; the barrier opens with the code from the host.",
-)
-
-
-async def test_a_part_no_passage_answers_holds_the_question_back_from_documents_alone() -> None:
-    grader = LocalGrader(FlatStats(term_extractor()))
-    chunks = [ALLOWANCE, PARKING]
-    allowance = "How much is the monthly allowance for working from home"
-    assert max(await grader.grade(allowance + "?", chunks)) >= ANSWERS
-    # Both parts answered, each by its own passage: still from the documents.
-    both = await grader.grade(allowance + ", and where do visitors park?", chunks)
-    assert max(both) >= ANSWERS
-    # The second part is answered nowhere: the allowance passage stays relevant but below 0.8.
-    half = await grader.grade(allowance + ", and where is the staff gym?", chunks)
-    assert 0.4 <= max(half) < ANSWERS

@@ -9,6 +9,8 @@ from collections.abc import Sequence
 
 from pydantic import BaseModel
 
+from crag.routing import RoutingPolicy
+
 _SPACE = re.compile(r"\s+")
 
 
@@ -31,6 +33,7 @@ class Record(BaseModel):
     kind: str | None = None  # literal, paraphrase, cross_language, ... (optional in a dataset)
     gold_files: list[str] = []  # every file holding a part of the answer (empty: gold_file alone)
     answers_all: list[list[str]] | None = None  # multi-part: one group of variants per part
+    missing_parts: list[str] = []  # parts of the question no passage answered (routing input)
 
     @property
     def golds(self) -> list[str]:
@@ -165,18 +168,17 @@ def by_kind(records: Sequence[Record]) -> dict[str, float]:
     return out
 
 
-def branch_for(scores: Sequence[float], upper: float, lower: float) -> str:
-    best = max(scores, default=0.0)
-    if best >= upper:
-        return "correct"
-    return "ambiguous" if best >= lower else "incorrect"
+def branch_for(scores: Sequence[float], upper: float, lower: float, missing_parts: Sequence[str] = ()) -> str:
+    """The engine's routing rule (crag/routing.py) replayed on recorded grades."""
+    return RoutingPolicy(upper=upper, lower=lower).branch(scores, missing_parts).value
 
 
 def sweep(records: Sequence[Record], pairs: Sequence[tuple[float, float]]) -> list[dict[str, float]]:
     """Routing accuracy for each (upper, lower) pair, from the recorded grades (no re-run needed)."""
     rows = []
     for upper, lower in pairs:
-        branches = [branch_for(r.scores, upper, lower) for r in records]
+        # Which parts lack a passage was decided at the recorded anchor; replayed as recorded.
+        branches = [branch_for(r.scores, upper, lower, r.missing_parts) for r in records]
         # A question still answered from documents alone keeps its recorded answer (an
         # approximation: a higher upper threshold can only drop passages from that answer).
         wrong = [

@@ -84,7 +84,9 @@ async def evaluate(
 
 
 def _retrieved(result: CragResult) -> list[GradedChunk]:
-    return sorted(result.graded, key=lambda g: -g.retrieval_score)
+    """The first search's passages in its rank order, then those re-searches added (retrieval
+    scores of different searches are not comparable)."""
+    return list(result.graded)
 
 
 def _record(q: Question, result: CragResult, latency_ms: float) -> Record:
@@ -106,6 +108,7 @@ def _record(q: Question, result: CragResult, latency_ms: float) -> Record:
         kind=q.kind,
         gold_files=q.gold_set,
         answers_all=q.answers_all,
+        missing_parts=result.missing_parts,
     )
 
 
@@ -127,6 +130,7 @@ def _row(q: Question, result: CragResult, latency_ms: float, confidently_wrong: 
         "urls": result.web_urls,
         "web_status": result.web.status.value,
         "queries": result.queries,
+        "missing_parts": result.missing_parts,
         "web_query": result.web_query,
         "scores": [
             {
@@ -136,7 +140,7 @@ def _row(q: Question, result: CragResult, latency_ms: float, confidently_wrong: 
                 "grade": g.score,
                 "kept": g.kept,
             }
-            for g in sorted(result.graded, key=lambda g: -g.retrieval_score)
+            for g in _retrieved(result)
         ],
         "timings": result.timings_ms,
         "latency_ms": round(latency_ms, 2),

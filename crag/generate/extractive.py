@@ -19,6 +19,7 @@ from crag.models import Citation, GeneratedAnswer, GradedChunk, WebResult
 from crag.protocols import TextSink
 from crag.text.fact_kind import asked_kinds, kind_signal
 from crag.text.overlap import WeightedQuery, weighted_query
+from crag.text.parts import question_parts
 from crag.text.question import asks_for_number, has_number
 from crag.text.sentences import split_sentences
 from crag.text.stats import TermStats
@@ -80,13 +81,22 @@ class ExtractiveComposer:
         web: Sequence[WebResult],
         on_text: TextSink | None = None,
     ) -> GeneratedAnswer:
-        query = weighted_query(self._index.words(question), self._index.idf)
-        meaning = await self._meaning(question, chunks)
-        sources, candidates = self._candidates(query, question, chunks, web, meaning)
         # Japanese drops the subject a document has already named; English sentences keep theirs
         # (a pronoun at least), so only Japanese passages are led with their source's title.
         lead_in = language == "ja"
-        chosen = self._choose(query, candidates, sources, lead_in)
+        parts = question_parts(question)
+        sources: list[_Source] = []
+        chosen: list[_Candidate] = []
+        # A question asking for several things gets each part's best sentences, within an equal
+        # share of the budget: the best sentence for the whole question answers one part at most.
+        for part in parts:
+            query = weighted_query(self._index.words(part), self._index.idf)
+            meaning = await self._meaning(part, chunks)
+            sources, candidates = self._candidates(query, part, chunks, web, meaning)
+            share = self._max_chars // len(parts)
+            for cand in self._choose(query, candidates, sources, lead_in, share):
+                if not any(c.source == cand.source and c.order == cand.order for c in chosen):
+                    chosen.append(cand)
         if not chosen:
             return GeneratedAnswer(text=REFUSAL[language], refused=True)
         numbers: dict[int, int] = {}
@@ -94,12 +104,12 @@ class ExtractiveComposer:
             numbers.setdefault(cand.source, len(numbers) + 1)
         # Reading order: by citation number, then by position inside the source.
         ordered = sorted(chosen, key=lambda c: (numbers[c.source], c.order))
-        parts: list[str] = []
+        pieces: list[str] = []
         named: set[str] = set()
         for src in sorted(numbers, key=numbers.__getitem__):
             texts = [c.text for c in ordered if c.source == src]
             subject = _subject(sources[src].citation, texts, named) if lead_in else ""
-            parts.extend(
+            pieces.extend(
                 f"{subject if i == 0 else ''}{text} [{numbers[src]}]" for i, text in enumerate(texts)
             )
         citations = [
@@ -107,7 +117,7 @@ class ExtractiveComposer:
             for src, n in sorted(numbers.items(), key=lambda kv: kv[1])
         ]
         joiner = "" if language == "ja" else " "
-        return GeneratedAnswer(text=joiner.join(parts), citations=citations)
+        return GeneratedAnswer(text=joiner.join(pieces), citations=citations)
 
     async def _meaning(self, question: str, chunks: Sequence[GradedChunk]) -> dict[str, dict[str, float]]:
         """Per chunk id, each sentence's centred cosine to the question (empty without vectors)."""
@@ -234,7 +244,12 @@ class ExtractiveComposer:
         return rows
 
     def _choose(
-        self, query: WeightedQuery, candidates: list[_Candidate], sources: list[_Source], lead_in: bool
+        self,
+        query: WeightedQuery,
+        candidates: list[_Candidate],
+        sources: list[_Source],
+        lead_in: bool,
+        max_chars: int,
     ) -> list[_Candidate]:
         """The best sentence, the one after it (answers often follow the sentence that matches the
         question), then the next best sentence, as long as the answer, citation markers and source
@@ -253,7 +268,7 @@ class ExtractiveComposer:
             lead = len(_display_title(sources[cand.source].citation)) + 2 if shown else 0
             return _MARKER_COST + lead
 
-        budget = self._max_chars - overhead(best)
+        budget = max_chars - overhead(best)
         if not best.whole:  # a snippet (at most WHOLE_SNIPPET_MAX) is quoted whole or not at all
             best.text = self._compress(query, best.text, max(budget, MIN_EXCERPT))
         chosen = [best]

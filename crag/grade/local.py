@@ -34,7 +34,6 @@ from crag.models import Chunk
 from crag.text.fact_kind import asked_kinds, kind_signal
 from crag.text.lang import detect_language
 from crag.text.overlap import WeightedQuery, weighted_query
-from crag.text.parts import question_parts
 from crag.text.question import asks_for_number
 from crag.text.sentences import split_sentences
 from crag.text.stats import TermStats
@@ -79,12 +78,6 @@ SEMANTIC: Model | None = Model(
 )
 
 
-# The rubric's "answers it" grade, and the grade a passage is held back to when it answers only a
-# part of the question (still relevant: kept for an answer marked as not from the documents alone).
-ANSWERS = 0.8
-HELD_BACK = 0.79
-
-
 def logit(f: Features) -> float:
     return LEXICAL.logit(f.vector())
 
@@ -121,17 +114,6 @@ class LocalGrader:
         return "local-semantic" if ready and self._semantic_model is not None else "local-lexical"
 
     async def grade(self, question: str, chunks: Sequence[Chunk]) -> list[float]:
-        scores = await self._scores(question, chunks)
-        parts = question_parts(question)
-        if len(parts) > 1 and max(scores, default=0.0) >= ANSWERS:
-            # A question asking for two things is answered from the documents alone only when each
-            # part is: otherwise the best passage answers half of it under the green badge.
-            for part in parts:
-                if max(await self._scores(part, chunks), default=0.0) < ANSWERS:
-                    return [min(s, HELD_BACK) for s in scores]
-        return scores
-
-    async def _scores(self, question: str, chunks: Sequence[Chunk]) -> list[float]:
         want_semantic = self._semantic_model is not None
         rows, semantic = await self.feature_rows(question, chunks, semantic=want_semantic)
         model = self._semantic_model if semantic and self._semantic_model is not None else LEXICAL

@@ -22,6 +22,13 @@ Reply with 3 to 8 keywords separated by single spaces, in the language of the qu
 Reply with the keywords only.
 {FENCE_RULE}"""
 
+RESEARCH = f"""The company's internal documents found so far do not answer part of an employee's question.
+Write new search keywords for the document index that would find what is missing (seed example: after
+finding two shrines' founding years, search 「中尊寺 創建年 東大寺 創建年」 for the other two).
+Use different keywords from the searches already made. Reply with 3 to 8 keywords separated by single
+spaces, in the language of the question, or NONE when there is nothing new to search for.
+{FENCE_RULE}"""
+
 WEB_REWRITE = f"""You write a web search query that would find the answer to an employee's question on the public web.
 Use the earlier conversation to resolve references. Keep the language of the question and at most 12 words.
 Reply with the query only.

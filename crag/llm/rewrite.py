@@ -27,6 +27,26 @@ class LlmRewriter:
     async def rewrite_for_web(self, question: str, history: Sequence[Turn]) -> str:
         return await self._ask(prompts.WEB_REWRITE, question, history, self._fallback.rewrite_for_web)
 
+    async def rewrite_missing(
+        self, question: str, history: Sequence[Turn], missing: Sequence[str], used: Sequence[str]
+    ) -> list[str]:
+        fence = prompts.Fence()
+        user = (
+            "Earlier conversation:\n"
+            f"{prompts.history_block([(t.question, t.answer) for t in history], fence)}\n\n"
+            f"Question: {question}\n"
+            f"Not answered by the documents found so far: {'; '.join(missing)}\n"
+            f"Searches already made: {' | '.join(used)}"
+        )
+        try:
+            reply = await self._llm.chat(prompts.RESEARCH, user, max_tokens=80)
+        except LlmUnavailable as exc:
+            log.warning("re-search keywords fell back to local keywords: %s", exc)
+            trace.current().notice("llm_fallback")
+            return await self._fallback.rewrite_missing(question, history, missing, used)
+        line = " ".join(reply.strip().strip('"「」').split())[:300]
+        return [line] if line and line.upper() != "NONE" and line not in used else []
+
     async def _ask(self, system: str, question: str, history: Sequence[Turn], fallback) -> str:  # type: ignore[no-untyped-def]
         user = (
             "Earlier conversation:\n"

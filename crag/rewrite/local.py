@@ -30,3 +30,17 @@ class LocalKeywordRewriter:
 
     async def rewrite_for_web(self, question: str, history: Sequence[Turn]) -> str:
         return await self.rewrite(question, history)
+
+    async def rewrite_missing(
+        self, question: str, history: Sequence[Turn], missing: Sequence[str], used: Sequence[str]
+    ) -> list[str]:
+        """One search per missing part, in the part's own words (a part's keywords find the passage
+        the whole question's keywords drowned). A single-part question has nothing new to try."""
+        queries: list[str] = []
+        for part in missing:
+            if part == question:
+                continue
+            query = await self.rewrite(part, history)
+            if query not in used and query not in queries:
+                queries.append(query)
+        return queries

@@ -1,0 +1,95 @@
+"""Re-search (seed 002): a part of the question the first search did not cover is searched for on
+its own, and a question is answered from documents alone only when every part has its passage."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from crag.engine import CragEngine
+from crag.factory import build_engine, open_local_index
+from crag.models import Branch, Stage
+from crag.settings import CragSettings
+
+DOCS = {
+    "remote_work.md": """# Remote work policy
+
+## Allowance
+
+Employees who work from home receive a monthly allowance of JPY 3,000 for internet and power.
+""",
+    "facilities.md": """# Facilities
+
+## Visitor parking
+
+Visitors park in bay B next to reception; the barrier opens with a code from the host.
+""",
+    "canteen.md": """# Canteen
+
+## Opening hours
+
+The canteen on the 3rd floor opens at 11:30 and closes at 14:00 on weekdays.
+""",
+}
+BOTH = "How much is the monthly allowance for working from home, and where do visitors park?"
+
+
+def make_engine(root: Path, **env: str) -> CragEngine:
+    docs = root / "docs"
+    docs.mkdir(exist_ok=True)
+    for name, text in DOCS.items():
+        (docs / name).write_text(text, "utf-8")
+    settings = CragSettings(
+        CRAG_DOCS_DIR=str(docs), CRAG_INDEX_DIR=str(root / "index"), CRAG_EMBEDDINGS="off", **env
+    )
+    index, _ = open_local_index(settings)
+    return build_engine(settings, index)
+
+
+@pytest.fixture
+def engine(tmp_path: Path) -> CragEngine:
+    # One passage per search: the first search can hold only one part's answer.
+    return make_engine(tmp_path, CRAG_TOP_K="1")
+
+
+async def test_a_part_the_first_search_missed_is_searched_for_and_answered(engine: CragEngine) -> None:
+    stages: list[Stage] = []
+
+    async def on_stage(stage: Stage) -> None:
+        stages.append(stage)
+
+    result = await engine.run(BOTH, on_stage=on_stage)
+    assert len(result.queries) == 2  # the question's keywords, then the missing part's
+    assert {g.chunk.file for g in result.graded} == {"remote_work.md", "facilities.md"}
+    assert result.branch is Branch.CORRECT and result.missing_parts == []
+    assert "3,000" in result.answer and "bay B" in result.answer
+    assert set(result.cited_files) == {"remote_work.md", "facilities.md"}
+    assert Stage.RESEARCHING in stages and "research" in result.timings_ms
+
+
+async def test_without_re_search_the_missing_part_keeps_the_answer_off_the_documents_alone(
+    tmp_path: Path,
+) -> None:
+    engine = make_engine(tmp_path, CRAG_TOP_K="1", CRAG_RESEARCH_ROUNDS="0")
+    result = await engine.run(BOTH)
+    assert len(result.queries) == 1
+    assert result.branch is Branch.AMBIGUOUS  # the allowance passage answers one part only
+    assert result.missing_parts and "park" in result.missing_parts[0]
+
+
+async def test_a_part_no_document_answers_is_reported_missing_after_the_rounds(engine: CragEngine) -> None:
+    question = "How much is the monthly allowance for working from home, and where is the gym?"
+    result = await engine.run(question)
+    assert result.branch is not Branch.CORRECT
+    assert result.missing_parts == ["where is the gym?"]
+    assert len(result.queries) <= 3  # at most two re-searches, and never the same query twice
+    assert len(set(result.queries)) == len(result.queries)
+
+
+async def test_a_single_question_answered_by_the_first_search_is_not_searched_again(
+    tmp_path: Path,
+) -> None:
+    result = await make_engine(tmp_path).run("When does the canteen open?")
+    assert result.branch is Branch.CORRECT and len(result.queries) == 1
+    assert "research" not in result.timings_ms
