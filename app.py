@@ -31,7 +31,6 @@ from cards.strings import language_of, t
 from config import BotSettings
 from crag import redact
 from crag.logsafe import esc
-from dialogs.main_dialog import MainDialog
 from webchat import setup_webchat
 from webchat.hosts import HostCheck, is_loopback_host, is_loopback_url
 from webchat.jsonbody import loads as load_json
@@ -56,7 +55,7 @@ def create_app(settings: BotSettings) -> web.Application:
     storage = make_storage(settings)
     conversation_state = ConversationState(storage)
     user_state = UserState(storage)
-    bot = CragBot(runtime, conversation_state, user_state, MainDialog(runtime, conversation_state))
+    bot = CragBot(runtime, conversation_state, user_state)
 
     middlewares = [_error_middleware]
     if not settings.app_id or settings.allowed_hosts:

@@ -1,1 +1,1 @@
-"""Bot Framework glue: the ActivityHandler, the runtime it shares with the dialogs, card actions."""
+"""Bot Framework glue: the ActivityHandler, the runtime it shares with the turn, card actions, invokes."""

@@ -1,4 +1,4 @@
-"""The ActivityHandler: welcome, card submits, and messages handed to the main dialog."""
+"""The ActivityHandler: welcome, card submits, invokes, and messages handed to the turn (turn/)."""
 
 from __future__ import annotations
 
@@ -15,7 +15,6 @@ from botbuilder.core import (
     TurnContext,
     UserState,
 )
-from botbuilder.dialogs import Dialog, DialogExtensions
 from botbuilder.schema import Activity, ActivityTypes, ChannelAccount, ResourceResponse
 
 from bot.card_actions import followup_question, handle_submit, is_card_submit
@@ -24,6 +23,7 @@ from bot.runtime import BotRuntime
 from cards.strings import language_of, t
 from cards.welcome_card import welcome_card
 from crag.logsafe import esc
+from turn.answer import handle_message
 
 log = logging.getLogger(__name__)
 
@@ -38,12 +38,12 @@ class CragBot(ActivityHandler):
         runtime: BotRuntime,
         conversation_state: ConversationState,
         user_state: UserState,
-        dialog: Dialog,
     ) -> None:
         self.runtime = runtime
         self.conversation_state = conversation_state
         self.user_state = user_state
-        self.dialog = dialog
+        # The recent turns of the conversation, for follow-up questions.
+        self.history = conversation_state.create_property("CragHistory")
 
     async def on_turn(self, turn_context: TurnContext) -> None:
         turn_context.on_send_activities(_note_reply)
@@ -89,9 +89,7 @@ class CragBot(ActivityHandler):
             return
         # In channels the text starts with "<at>Bot</at>"; the question is what follows.
         activity.text = _without_bot_mention(activity).strip()
-        await DialogExtensions.run_dialog(
-            self.dialog, turn_context, self.conversation_state.create_property("DialogState")
-        )
+        await handle_message(turn_context, self.runtime, self.history)
 
     async def on_invoke_activity(self, turn_context: TurnContext) -> InvokeResponse:
         # Replaces the SDK's handler: its invoke responses carry dict bodies, which 4.17 cannot send.

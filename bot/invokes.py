@@ -8,19 +8,26 @@ from __future__ import annotations
 
 import json
 import logging
-from typing import Any
+from typing import Any, ClassVar
 
 from botbuilder.core import InvokeResponse, TurnContext
 from botbuilder.schema import AdaptiveCardInvokeResponse
+from msrest.serialization import Model
 
 from bot.card_actions import rate
 from bot.runtime import BotRuntime
-from bot.teams_message import EmptyInvokeBody
 from cards.answer_card import FEEDBACK_ACTION, error_card, thanks_card
 from cards.strings import Lang, language_of, t
 from crag.logsafe import esc
 
 log = logging.getLogger(__name__)
+
+
+class EmptyInvokeBody(Model):
+    """Serializes to {}: botbuilder 4.17 fails (HTTP 500) on a plain dict invoke body."""
+
+    _attribute_map: ClassVar[dict[str, Any]] = {}
+
 
 CARD_CONTENT_TYPE = "application/vnd.microsoft.card.adaptive"
 ERROR_CONTENT_TYPE = "application/vnd.microsoft.error"

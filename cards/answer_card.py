@@ -139,7 +139,7 @@ def _feedback_action(result_id: str, reaction: str, lang: Lang, execute: bool) -
 
 def thanks_card(card: dict[str, Any], reaction: str, lang: Lang) -> dict[str, Any]:
     """The answer card after a rating: the buttons are gone and a thank-you line takes their place."""
-    done = json.loads(json.dumps(card))
+    done: dict[str, Any] = json.loads(json.dumps(card))
     done["actions"] = []
     done["body"] = [b for b in done["body"] if b.get("id") != "helpful"]
     key = "feedback.thanks_up" if reaction == "up" else "feedback.thanks_down"

@@ -197,6 +197,10 @@ class _Turn:
             s = await self.step("grade", self.grade, s)
             s = self.route(s)
             while self.wants_research(s):
+                if self.web_task is None:
+                    # The web is likely needed after all: search it while the documents are searched
+                    # again, so re-search adds no time to the web branches (dropped if it succeeds).
+                    self.web_task = asyncio.create_task(self.find_on_web(s))
                 await self.stage(Stage.RESEARCHING)
                 s = await self.step("research", self.research, s)
                 s = await self.step("grade", self.grade, s)
@@ -246,7 +250,9 @@ class _Turn:
         """Search again while something is left to find and the rewriter has a new query for it."""
         if s.exhausted or s.rounds >= self.e.config.research_rounds or not s.graded:
             return False
-        return bool(s.missing) or s.branch is Branch.AMBIGUOUS
+        # A part left unanswered is worth every round; an only-ambiguous best passage one retry with
+        # new keywords (each round costs an LLM rewrite and a grading round on the LLM path).
+        return bool(s.missing) or (s.branch is Branch.AMBIGUOUS and s.rounds == 0)
 
     async def research(self, s: TurnState) -> TurnState:
         targets = list(s.missing) or [s.question]

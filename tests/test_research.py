@@ -3,13 +3,15 @@ its own, and a question is answered from documents alone only when every part ha
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from crag.engine import CragEngine
 from crag.factory import build_engine, open_local_index
-from crag.models import Branch, Stage
+from crag.models import Branch, Chunk, Stage, Turn
 from crag.settings import CragSettings
 
 DOCS = {
@@ -93,3 +95,41 @@ async def test_a_single_question_answered_by_the_first_search_is_not_searched_ag
     result = await make_engine(tmp_path).run("When does the canteen open?")
     assert result.branch is Branch.CORRECT and len(result.queries) == 1
     assert "research" not in result.timings_ms
+
+
+class _InventiveRewriter:
+    """The local rewriter, plus new keywords whenever asked for what is missing (as an LLM would)."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+        self.name = "inventive"
+        self.asked: list[list[str]] = []
+
+    async def rewrite(self, question: str, history: Sequence[Turn]) -> str:
+        return str(await self.inner.rewrite(question, history))
+
+    async def rewrite_for_web(self, question: str, history: Sequence[Turn]) -> str:
+        return question
+
+    async def rewrite_missing(
+        self, question: str, history: Sequence[Turn], missing: Sequence[str], used: Sequence[str]
+    ) -> list[str]:
+        self.asked.append(list(missing))
+        return [f"canteen hours {len(used)}"]
+
+
+class _FixedGrader:
+    name = "fixed"
+
+    async def grade(self, question: str, chunks: Sequence[Chunk]) -> list[float]:
+        return [0.5 for _ in chunks]  # every passage only partly relevant: ambiguous
+
+
+async def test_an_only_ambiguous_answer_gets_one_retry_with_new_keywords(tmp_path: Path) -> None:
+    base = make_engine(tmp_path)
+    rewriter = _InventiveRewriter(base.rewriter)
+    engine = CragEngine(rewriter, base.retriever, _FixedGrader(), base.web, base.generator, base.config)
+    result = await engine.run("When does the canteen open?")
+    assert result.branch is Branch.AMBIGUOUS
+    assert rewriter.asked == [["When does the canteen open?"]]  # one round, for the whole question
+    assert result.queries[1:] == ["canteen hours 1"]

@@ -12,13 +12,13 @@ from typing import Any
 
 import pytest
 
-from bot.teams_message import answer_activity
 from cards.answer_card import answer_card
 from crag.factory import build_engine, open_local_index
 from crag.models import Branch, Chunk, Citation, CragResult, GradedChunk, WebOutcome, WebStatus
 from crag.safe_links import markdown_link, safe_markdown, safe_url
 from crag.settings import CragSettings
 from crag.web.serpapi import parse_results
+from replies.teams_message import answer_activity
 
 EVIL_URLS = [
     "javascript:alert(1)",

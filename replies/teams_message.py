@@ -7,11 +7,11 @@ exactly one root Message entity and at most 20 citations, each matching an [n] i
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from botbuilder.core import CardFactory
 from botbuilder.schema import Activity, ActivityTypes, Entity
-from msrest.serialization import Model
 
 from cards.answer_card import answer_card
 from cards.strings import Lang
@@ -21,7 +21,7 @@ from crag.safe_links import safe_markdown, safe_url
 MAX_CITATIONS = 20
 
 
-class AIMessageEntity(Entity):
+class AIMessageEntity(Entity):  # type: ignore[misc]
     _attribute_map: ClassVar[dict[str, dict[str, str]]] = {
         "type": {"key": "type", "type": "str"},
         "at_type": {"key": "@type", "type": "str"},
@@ -40,16 +40,10 @@ class AIMessageEntity(Entity):
         self.citation = citation or []
 
 
-class EmptyInvokeBody(Model):
-    """Serializes to {}: botbuilder 4.17 fails (HTTP 500) on a plain dict invoke body."""
-
-    _attribute_map: ClassVar[dict[str, Any]] = {}
-
-
 def citations_entity(result: CragResult, text: str | None = None) -> AIMessageEntity:
     """The AI label and the citations of the markers in `text` (the message text as sent)."""
     used = {int(m) for m in CITATION_MARKER.findall(result.answer if text is None else text)}
-    claims = []
+    claims: list[dict[str, Any]] = []
     for c in result.citations:
         if c.number not in used or len(claims) >= MAX_CITATIONS:
             continue
@@ -67,17 +61,25 @@ def citations_entity(result: CragResult, text: str | None = None) -> AIMessageEn
     return AIMessageEntity(citation=claims)
 
 
-def answer_activity(result: CragResult, channel_id: str, lang: Lang | None = None) -> Activity:
+@dataclass(frozen=True)
+class Reply:
+    """The answer's activity, and its card as a dict (what the feedback store keeps)."""
+
+    activity: Activity
+    card: dict[str, Any]
+
+
+def answer_reply(result: CragResult, channel_id: str, lang: Lang | None = None) -> Reply:
     """The reply for a channel: in Teams the answer is the message text (so citations and the AI
     label attach to it) with the card below; elsewhere the card carries everything."""
     if channel_id != "msteams":
-        return Activity(
-            type=ActivityTypes.message,
-            attachments=[CardFactory.adaptive_card(answer_card(result, lang))],
+        card = answer_card(result, lang)
+        return Reply(
+            Activity(type=ActivityTypes.message, attachments=[CardFactory.adaptive_card(card)]), card
         )
     card = answer_card(result, lang, include_answer=False, execute=True)
     text = safe_markdown(result.answer)
-    return Activity(
+    activity = Activity(
         type=ActivityTypes.message,
         text=text,
         text_format="markdown",
@@ -85,6 +87,11 @@ def answer_activity(result: CragResult, channel_id: str, lang: Lang | None = Non
         channel_data={"feedbackLoop": {"type": "default"}},
         attachments=[CardFactory.adaptive_card(card)],
     )
+    return Reply(activity, card)
+
+
+def answer_activity(result: CragResult, channel_id: str, lang: Lang | None = None) -> Activity:
+    return answer_reply(result, channel_id, lang).activity
 
 
 def _clip(text: str, limit: int) -> str:

@@ -23,7 +23,7 @@ from crag.models import CITATION_MARKER
 _MARKER = re.compile(r"\s*" + CITATION_MARKER.pattern)
 
 
-class StreamInfoEntity(Entity):
+class StreamInfoEntity(Entity):  # type: ignore[misc]
     # botbuilder's Entity would drop these fields on send.
     _attribute_map: ClassVar[dict[str, dict[str, str]]] = {
         "type": {"key": "type", "type": "str"},

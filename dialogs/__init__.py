@@ -1,1 +1,0 @@
-"""Conversation logic: one turn = commands, validation, the engine call, the answer card."""

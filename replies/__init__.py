@@ -1,0 +1,1 @@
+"""Replies: a CragResult as the activity a channel gets (card, Teams message). Builds, never sends."""

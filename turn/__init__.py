@@ -1,0 +1,1 @@
+"""One turn of the bot: commands, input checks, the engine call, history, the reply sent and stored."""

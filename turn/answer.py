@@ -1,0 +1,123 @@
+"""One message, handled: the only code that calls the engine.
+
+    message -> command or question -> engine.run -> reply (replies/) -> store the answer -> send
+    -> remember the turn for follow-ups
+
+The bot (bot/crag_bot.py) hands every message here; the engine sees the question and the history,
+never an activity. What the turn needs from the app is the small `TurnDeps` below.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any, Protocol
+
+from botbuilder.core import MessageFactory, StatePropertyAccessor, TurnContext
+from botbuilder.schema import Activity, ActivityTypes
+
+from cards.strings import Lang, language_of, t
+from config import BotSettings
+from crag.engine import CragEngine
+from crag.feedback.store import FeedbackStore
+from crag.logsafe import esc
+from crag.models import CragResult, Turn
+from crag.text.lang import detect_language
+from replies.teams_message import answer_reply
+from turn.commands import Command, classify, command_text
+from turn.streaming import TeamsStreamer, can_stream
+
+log = logging.getLogger(__name__)
+
+
+class LinkSigner(Protocol):
+    def sign_result(self, result: CragResult) -> CragResult: ...
+
+
+class TurnDeps(Protocol):
+    """What a turn uses of the app (bot/runtime.py's BotRuntime)."""
+
+    settings: BotSettings
+    engine: CragEngine | None
+    feedback: FeedbackStore
+    links: LinkSigner
+
+
+def user_language(context: TurnContext, text: str = "") -> Lang:
+    if text and detect_language(text) == "ja":
+        return "ja"
+    return language_of(context.activity.locale)
+
+
+async def handle_message(context: TurnContext, deps: TurnDeps, history: StatePropertyAccessor) -> None:
+    text = (context.activity.text or "").strip()
+    lang = user_language(context, text)
+    settings = deps.settings
+    command = classify(text, settings.max_question_chars)
+    if command is Command.QUESTION and deps.engine is None:
+        await context.send_activity(MessageFactory.text(t("not_ready", lang)))
+        return
+    if command is Command.QUESTION:
+        await answer(context, deps, history, text)
+        return
+    if command is Command.RESET:
+        await history.set(context, [])
+    if command in (Command.EMPTY, Command.TOO_LONG):
+        conversation = esc(context.activity.conversation.id)
+        log.info("%s message (%d chars) in %s", command.value, len(text), conversation)
+    reply = command_text(command, lang, settings.bot_name, len(text), settings.max_question_chars)
+    await context.send_activity(MessageFactory.text(reply))
+
+
+async def answer(context: TurnContext, deps: TurnDeps, history: StatePropertyAccessor, question: str) -> None:
+    engine = deps.engine
+    assert engine is not None  # handle_message checked
+    settings = deps.settings
+    activity = context.activity
+    streamer = None
+    if settings.streaming and can_stream(context):
+        streamer = TeamsStreamer(context, detect_language(question), settings.stream_interval)
+    else:
+        await context.send_activity(Activity(type=ActivityTypes.typing))
+    stored: list[dict[str, Any]] = await history.get(context, list) or []
+    result = await engine.run(
+        question,
+        [Turn.model_validate(h) for h in stored],
+        on_stage=streamer.on_stage if streamer else None,
+        on_text=streamer.on_text if streamer else None,
+    )
+    log.info(
+        "answered branch=%s kept=%d cited=%s queries=%d total_ms=%.1f llm_calls=%d llm_tokens=%d notices=%s",
+        result.branch.value,
+        len(result.kept),
+        result.cited_files,
+        len(result.queries),
+        result.timings_ms.get("total", 0.0),
+        result.llm_calls,
+        result.llm_tokens,
+        result.notices,
+    )
+    # Links to documents served by the bot are signed per card when it is on the internet.
+    result = deps.links.sign_result(result)
+    reply = answer_reply(result, activity.channel_id or "")
+    try:
+        await deps.feedback.record_answer(
+            result,
+            activity.conversation.id,
+            activity.from_property.id if activity.from_property else "",
+            activity.channel_id or "",
+            reply.card,
+        )
+    except Exception:
+        # The answer still goes out; only ratings of it will be refused as unknown.
+        log.exception("could not record answer %s", result.id)
+    sent = await context.send_activity(streamer.finish(reply.activity) if streamer else reply.activity)
+    if sent is not None and sent.id:
+        try:
+            await deps.feedback.set_message_id(result.id, sent.id)
+        except Exception:
+            log.exception("could not record the message id of answer %s", result.id)
+    turns = settings.history_turns
+    remembered = (
+        [*stored, Turn(question=question, answer=result.answer).model_dump()][-turns:] if turns else []
+    )
+    await history.set(context, remembered)
