@@ -176,23 +176,7 @@ async def health(request: web.Request) -> web.Response:
         # An internet-facing bot tells an anonymous caller whether it is up, not what it holds.
         status = "ok" if runtime.ready else "error" if runtime.error else "indexing"
         return web.json_response({"status": status}, status=200 if runtime.ready else 503)
-    if not runtime.ready:
-        status = 503
-        payload = {"status": "error" if runtime.error else "indexing", "detail": runtime.error}
-    else:
-        assert runtime.engine is not None
-        status = 200
-        payload = {
-            "status": "ok",
-            "index": "azure-search" if runtime.index.remote else "local",
-            "documents": None if runtime.index.remote else runtime.index.documents,
-            "chunks": None if runtime.index.remote else runtime.index.chunks,
-            "skipped_documents": len(runtime.index.skipped),
-            "providers": runtime.engine.providers,
-            "thresholds": {"upper": runtime.engine.config.upper, "lower": runtime.engine.config.lower},
-            "cache": _cache_stats(runtime),
-            "vectors": runtime.vector_status(),
-        }
+    status, payload = runtime.status()
     # Damaged feedback / state files moved aside on this start: someone should look at them.
     storage = request.app[STORAGE]
     moved = runtime.quarantined + (storage.quarantined if isinstance(storage, SqliteStorage) else [])
@@ -207,20 +191,6 @@ def _may_see_health_details(request: web.Request) -> bool:
     key = settings.health_key.get_secret_value()
     given = request.headers.get("X-Health-Key", "")
     return bool(key) and hmac.compare_digest(given.encode(), key.encode())
-
-
-def _cache_stats(runtime: BotRuntime) -> dict[str, object]:
-    cache = runtime.engine.cache if runtime.engine is not None else None
-    if cache is None:
-        return {"enabled": False}
-    stats = cache.stats
-    return {
-        "enabled": True,
-        "entries": len(cache),
-        "hits": stats.hits,
-        "misses": stats.misses,
-        "hit_rate": round(stats.hit_rate, 3),
-    }
 
 
 def main() -> None:

@@ -134,6 +134,37 @@ class BotRuntime:
             vectors.seconds,
         )
 
+    def status(self) -> tuple[int, dict[str, object]]:
+        """/api/health's details: HTTP status and what the bot runs on (index, providers, cache)."""
+        engine = self.engine
+        if engine is None:
+            return 503, {"status": "error" if self.error else "indexing", "detail": self.error}
+        return 200, {
+            "status": "ok",
+            "index": "azure-search" if self.index.remote else "local",
+            "documents": None if self.index.remote else self.index.documents,
+            "chunks": None if self.index.remote else self.index.chunks,
+            "skipped_documents": len(self.index.skipped),
+            "providers": engine.providers,
+            "thresholds": {"upper": engine.config.upper, "lower": engine.config.lower},
+            "research_rounds": engine.config.research_rounds,
+            "cache": self.cache_status(),
+            "vectors": self.vector_status(),
+        }
+
+    def cache_status(self) -> dict[str, object]:
+        cache = self.engine.cache if self.engine is not None else None
+        if cache is None:
+            return {"enabled": False}
+        stats = cache.stats
+        return {
+            "enabled": True,
+            "entries": len(cache),
+            "hits": stats.hits,
+            "misses": stats.misses,
+            "hit_rate": round(stats.hit_rate, 3),
+        }
+
     def vector_status(self) -> dict[str, object]:
         """For /api/health: the local index's vectors (progress), or why there are none."""
         index = self._local_index
