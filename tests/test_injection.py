@@ -7,8 +7,8 @@ from pathlib import Path
 
 from crag.factory import build_engine, open_local_index
 from crag.llm import prompts
-from crag.llm.refine import LlmRefiner
 from crag.models import Branch, Chunk, GradedChunk
+from crag.refine.llm import LlmRefiner
 from crag.settings import CragSettings
 from tests.fake_openai import FakeOpenAI
 

@@ -12,7 +12,7 @@ import pytest
 from cards.answer_card import answer_card
 from crag.engine import CragEngine
 from crag.factory import build_engine, open_local_index
-from crag.llm.grade import parse_score, parse_scores
+from crag.grade.llm import parse_score, parse_scores
 from crag.messages import REFUSAL
 from crag.models import Branch, Turn
 from crag.settings import CragSettings

@@ -92,9 +92,9 @@ def test_a_passage_holding_the_tag_cannot_close_its_frame() -> None:
 
 
 async def test_web_snippets_and_history_are_framed_too() -> None:
-    from crag.llm.generate import LlmGenerator
-    from crag.llm.rewrite import LlmRewriter
+    from crag.generate.llm import LlmGenerator
     from crag.models import Turn
+    from crag.rewrite.llm import LlmRewriter
 
     seen: list[str] = []
 

@@ -204,7 +204,7 @@ def test_web_results_keep_only_http_links() -> None:
 
 
 async def test_the_streamed_preview_follows_the_same_policy() -> None:
-    from crag.llm.generate import LlmGenerator
+    from crag.generate.llm import LlmGenerator
 
     streamed: list[str] = []
 

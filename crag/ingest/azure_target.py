@@ -13,11 +13,11 @@ from pathlib import Path
 
 from tqdm import tqdm
 
+from crag.embed.llm import LlmEmbedder
 from crag.factory import azure_search_config
 from crag.ingest.chunker import chunk_document
 from crag.ingest.loaders import DocumentError, discover, load
 from crag.llm.client import LlmClient
-from crag.llm.embed import LlmEmbedder
 from crag.models import Chunk
 from crag.search.azure import SearchUnavailable
 from crag.search.azure_index import AzureSearchIndex, ensure_index, file_fingerprint, sync_chunks
