@@ -29,6 +29,7 @@ from crag.models import (
     CragResult,
     GeneratedAnswer,
     GradedChunk,
+    Notice,
     Stage,
     Turn,
     WebOutcome,
@@ -328,7 +329,7 @@ class _Turn:
     async def search(self, query: str, question: str) -> list[GradedChunk]:
         e = self.e
         if not e.search_breaker.allow():
-            self.turn.notice("search_failed")
+            self.turn.notice(Notice.SEARCH_FAILED)
             return []
         try:
             found = await e.retriever.search(query, e.config.top_k, question)
@@ -339,7 +340,7 @@ class _Turn:
             # An unreachable index leaves nothing to grade: the turn goes to the web and says why.
             # Only the class name: a client exception can carry a URL with credentials in it.
             log.warning("document search failed (%s); continuing without documents", type(exc).__name__)
-            self.turn.notice("search_failed")
+            self.turn.notice(Notice.SEARCH_FAILED)
             return []
 
     async def scores(self, question: str, passages: Sequence[GradedChunk]) -> list[float]:

@@ -27,6 +27,13 @@ class Stage(StrEnum):
     WRITING = "writing"
 
 
+class Notice(StrEnum):
+    """Something went less well than configured; the card says so (cards/strings.py: notice.<value>)."""
+
+    LLM_FALLBACK = "llm_fallback"  # the language model failed: a local provider stood in
+    SEARCH_FAILED = "search_failed"  # the document index could not be searched
+
+
 class Chunk(BaseModel):
     """One retrievable piece of a document, with enough provenance to cite it."""
 

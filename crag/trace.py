@@ -11,6 +11,8 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 
+from crag.models import Notice
+
 
 @dataclass
 class TurnTrace:
@@ -19,7 +21,7 @@ class TurnTrace:
     completion_tokens: int = 0
     notices: list[str] = field(default_factory=list)
 
-    def notice(self, code: str) -> None:
+    def notice(self, code: Notice) -> None:
         if code not in self.notices:
             self.notices.append(code)
 

@@ -18,7 +18,7 @@ from crag import trace
 from crag.llm import prompts
 from crag.llm.client import LlmClient, LlmUnavailable
 from crag.messages import REFUSAL
-from crag.models import CITATION_MARKER, Citation, GeneratedAnswer, GradedChunk, WebResult
+from crag.models import CITATION_MARKER, Citation, GeneratedAnswer, GradedChunk, Notice, WebResult
 from crag.protocols import AnswerGenerator, TextSink
 from crag.safe_links import safe_markdown
 
@@ -64,7 +64,7 @@ class LlmGenerator:
             if not isinstance(answer, LlmUnavailable):
                 raise answer
             log.warning("generation fell back to the extractive composer: %s", answer)
-            trace.current().notice("llm_fallback")
+            trace.current().notice(Notice.LLM_FALLBACK)
             return await self._fallback.generate(question, language, chunks, web)
         followups = _followups(replies[1]) if len(replies) > 1 else []
         return _finish(answer.strip(), [c for c, _ in sources], language, followups)

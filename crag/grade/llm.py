@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from crag import trace
 from crag.llm import prompts
 from crag.llm.client import LlmClient, LlmUnavailable
-from crag.models import Chunk
+from crag.models import Chunk, Notice
 from crag.protocols import Grader
 
 log = logging.getLogger(__name__)
@@ -106,7 +106,7 @@ class LlmGrader:
             return list(await asyncio.gather(*(self._grade_one(question, c, bound) for c in chunks)))
         except LlmUnavailable as exc:
             log.warning("grading fell back to the local grader: %s", exc)
-            trace.current().notice("llm_fallback")
+            trace.current().notice(Notice.LLM_FALLBACK)
             return await self._fallback.grade(question, chunks)
 
     async def _grade_one(self, question: str, chunk: Chunk, bound: asyncio.Semaphore) -> float:

@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from crag import trace
 from crag.llm import prompts
 from crag.llm.client import LlmClient, LlmUnavailable
-from crag.models import GradedChunk, WebResult
+from crag.models import GradedChunk, Notice, WebResult
 
 log = logging.getLogger(__name__)
 
@@ -48,7 +48,7 @@ class LlmRefiner:
             )
         except LlmUnavailable as exc:
             log.warning("refinement skipped: %s", exc)
-            trace.current().notice("llm_fallback")
+            trace.current().notice(Notice.LLM_FALLBACK)
             return text
         reply = reply.strip()
         if reply.upper().startswith("NONE"):

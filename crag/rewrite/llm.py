@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from crag import trace
 from crag.llm import prompts
 from crag.llm.client import LlmClient, LlmUnavailable
-from crag.models import Turn
+from crag.models import Notice, Turn
 from crag.protocols import QueryRewriter
 
 log = logging.getLogger(__name__)
@@ -42,7 +42,7 @@ class LlmRewriter:
             reply = await self._llm.chat(prompts.RESEARCH, user, max_tokens=80)
         except LlmUnavailable as exc:
             log.warning("re-search keywords fell back to local keywords: %s", exc)
-            trace.current().notice("llm_fallback")
+            trace.current().notice(Notice.LLM_FALLBACK)
             return await self._fallback.rewrite_missing(question, history, missing, used)
         line = " ".join(reply.strip().strip('"「」').split())[:300]
         return [line] if line and line.upper() != "NONE" and line not in used else []
@@ -57,7 +57,7 @@ class LlmRewriter:
             reply = await self._llm.chat(system, user, max_tokens=80)
         except LlmUnavailable as exc:
             log.warning("rewrite fell back to local keywords: %s", exc)
-            trace.current().notice("llm_fallback")
+            trace.current().notice(Notice.LLM_FALLBACK)
             return str(await fallback(question, history))
         line = " ".join(reply.strip().strip('"「」').split())
         return line[:300] or str(await fallback(question, history))
