@@ -38,8 +38,8 @@ def answer_card(
                     "width": "auto",
                     "items": [
                         _text(
-                            t(f"branch.{result.branch.value}", lang),
-                            color=_BRANCH_COLOR[result.branch],
+                            t(badge_key(result), lang),
+                            color=_BADGE_COLOR[badge_key(result)],
                             weight="Bolder",
                             id="branch",
                         )
@@ -171,7 +171,24 @@ def _notices(result: CragResult, lang: Lang) -> list[str]:
     return notices
 
 
-_BRANCH_COLOR = {Branch.CORRECT: "Good", Branch.AMBIGUOUS: "Warning", Branch.INCORRECT: "Accent"}
+_BADGE_COLOR = {
+    "branch.correct": "Good",
+    "branch.ambiguous": "Warning",
+    "branch.documents_unsure": "Warning",
+    "branch.incorrect": "Accent",
+    "branch.not_found": "Default",
+}
+
+
+def badge_key(result: CragResult) -> str:
+    """What the answer came from, as the badge says it: the branch, unless the web it names gave
+    nothing (web search off or failed): then "documents, check the sources" or "not found"."""
+    web = bool(result.web.results)
+    if result.branch is Branch.CORRECT:
+        return "branch.correct"
+    if result.branch is Branch.AMBIGUOUS:
+        return "branch.ambiguous" if web else "branch.documents_unsure"
+    return "branch.incorrect" if web else "branch.not_found"
 
 
 def _text(text: str, **props: Any) -> dict[str, Any]:

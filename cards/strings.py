@@ -11,6 +11,12 @@ _TEXTS: dict[str, dict[Lang, str]] = {
     "branch.correct": {"ja": "📄 社内文書から回答", "en": "📄 From internal documents"},
     "branch.ambiguous": {"ja": "🔀 社内文書＋Web から回答", "en": "🔀 Internal documents + web"},
     "branch.incorrect": {"ja": "🌐 Web から回答", "en": "🌐 From the web"},
+    # The documents only partly match and there is no web result beside them.
+    "branch.documents_unsure": {
+        "ja": "📄 社内文書から（要確認）",
+        "en": "📄 Internal documents (check the sources)",
+    },
+    "branch.not_found": {"ja": "❔ 見つかりませんでした", "en": "❔ Not found"},
     "sources": {"ja": "参照した文書", "en": "Cited documents"},
     "web_sources": {"ja": "Web の情報源", "en": "Web sources"},
     "stage.searching": {"ja": "社内文書を検索しています…", "en": "Searching internal documents…"},

@@ -59,8 +59,15 @@ def test_card_shows_answer_branch_sources_scores_and_feedback() -> None:
 def test_card_language_and_web_off_notice() -> None:
     card = answer_card(_result(Branch.INCORRECT, "I cannot answer."), lang="en")
     text = card_text(card)
-    assert "From the web" in text
+    # No web result to answer from: the badge does not claim the web.
+    assert "Not found" in find_by_id(card, "branch")["text"] and "From the web" not in text  # type: ignore[index]
     assert "Web search is not configured" in text
+
+
+def test_an_ambiguous_answer_without_web_results_is_badged_as_documents_to_check() -> None:
+    card = answer_card(_result(Branch.AMBIGUOUS, "The allowance is JPY 3,000."), lang="en")
+    badge = find_by_id(card, "branch")["text"]  # type: ignore[index]
+    assert "Internal documents" in badge and "check" in badge and "web" not in badge
 
 
 def test_huge_answer_is_shortened_to_fit() -> None:
