@@ -20,9 +20,11 @@ from botbuilder.schema import Activity, ActivityTypes, ChannelAccount, ResourceR
 from bot.card_actions import followup_question, handle_submit, is_card_submit
 from bot.invokes import on_invoke
 from bot.runtime import BotRuntime
+from cards.examples import example_questions
 from cards.strings import language_of, t
 from cards.welcome_card import welcome_card
 from crag.logsafe import esc
+from crag.settings import REPO_ROOT
 from turn.answer import handle_message
 
 log = logging.getLogger(__name__)
@@ -30,6 +32,7 @@ log = logging.getLogger(__name__)
 # turn_state key: True once a message (not a typing indicator) went out in this turn.
 REPLIED = "crag.replied"
 _LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+SAMPLE_DOCS = REPO_ROOT / "sample_docs"
 
 
 class CragBot(ActivityHandler):
@@ -69,7 +72,8 @@ class CragBot(ActivityHandler):
                 await turn_context.send_activity(MessageFactory.text(t("intro", lang, name=name)))
             return
         if any(m.id != bot_id for m in members_added):
-            examples = [q.strip() for q in self.runtime.settings.welcome_examples.split("|") if q.strip()]
+            settings = self.runtime.settings
+            examples = example_questions(lang, settings.docs_dir, SAMPLE_DOCS, settings.welcome_examples)
             card = CardFactory.adaptive_card(welcome_card(name, lang, examples))
             await turn_context.send_activity(MessageFactory.attachment(card))
 

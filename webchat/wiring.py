@@ -14,6 +14,7 @@ from urllib.parse import urlsplit
 
 from aiohttp import web
 
+from cards.examples import example_questions
 from config import BotSettings
 from crag.settings import REPO_ROOT
 from webchat.accesslog import quiet_access_log
@@ -44,7 +45,6 @@ HINT = {
     "Rate each answer card with 👍 / 👎.",
 }
 # Shown only on the bundled sample documents, which they are about.
-SAMPLE_EXAMPLES = ["有給休暇の繰越しは最大何日までできますか？", "How many days a week can I work from home?"]
 
 
 def setup_webchat(
@@ -94,8 +94,15 @@ def setup_webchat(
 
 
 def _page_config(settings: BotSettings) -> dict[str, Any]:
-    samples = settings.docs_dir.resolve() == (REPO_ROOT / "sample_docs").resolve()
-    return {"tokenUrl": TOKEN_PATH, "hint": HINT, "examples": SAMPLE_EXAMPLES if samples else []}
+    # The first example of each language, as chips under the chat (the same list as the welcome card).
+    samples = REPO_ROOT / "sample_docs"
+    firsts = [
+        questions[0]
+        for lang in ("ja", "en")
+        if (questions := example_questions(lang, settings.docs_dir, samples, settings.welcome_examples))
+    ]
+    examples = list(dict.fromkeys(firsts))
+    return {"tokenUrl": TOKEN_PATH, "hint": HINT, "examples": examples}
 
 
 def _origin(url: str) -> str:
