@@ -1,31 +1,17 @@
-"""What a turn needs besides the activity: settings, the engine (once the index is ready), feedback."""
+"""What a turn needs besides the activity: settings, the engine handle (crag/handle.py), feedback and
+the document links."""
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import logging
-from dataclasses import dataclass, field
 
 from bot.doc_links import DocLinks
 from config import BotSettings
 from crag.engine import CragEngine
-from crag.factory import build_engine, open_local_index, uses_azure_search
 from crag.feedback.store import FeedbackStore
-from crag.search.local_index import LocalIndex
+from crag.handle import EngineHandle, IndexInfo
 
 log = logging.getLogger(__name__)
-
-
-@dataclass
-class IndexInfo:
-    documents: int = 0
-    chunks: int = 0
-    built: bool = False  # built on this start (False: loaded from disk)
-    skipped: list[str] = field(default_factory=list)
-    seconds: float = 0.0
-    remote: bool = False  # documents in Azure AI Search: counts are not known here
-    files: frozenset[str] = frozenset()  # relative paths the local index holds: what /docs/ may serve
 
 
 class BotRuntime:
@@ -39,12 +25,7 @@ class BotRuntime:
             settings.app_password.get_secret_value(),
             settings.link_ttl_hours,
         )
-        self.engine: CragEngine | None = None
-        self.index = IndexInfo()
-        self.error: str = ""
-        self._ready = asyncio.Event()
-        self._local_index: LocalIndex | None = None
-        self._vector_task: asyncio.Task[None] | None = None
+        self.handle = EngineHandle(settings, self.docs_url)
 
     @property
     def docs_url(self) -> str:
@@ -52,8 +33,20 @@ class BotRuntime:
         return f"{self.settings.base_url}/docs"
 
     @property
+    def engine(self) -> CragEngine | None:
+        return self.handle.engine
+
+    @property
+    def index(self) -> IndexInfo:
+        return self.handle.index
+
+    @property
+    def error(self) -> str:
+        return self.handle.error
+
+    @property
     def ready(self) -> bool:
-        return self.engine is not None
+        return self.handle.ready
 
     @property
     def quarantined(self) -> list[str]:
@@ -64,141 +57,14 @@ class BotRuntime:
         await self.feedback.open()
 
     async def load_index(self) -> None:
-        """Open (or build) the local index off the event loop, then create the engine."""
-        settings = self.settings
-        if uses_azure_search(settings):
-            # Documents live in Azure AI Search (filled by `python -m crag.ingest --target azure`).
-            if not self._build_engine(None):
-                return
-            self.index = IndexInfo(remote=True)
-            log.info("engine ready on Azure AI Search index %s", settings.azure_search_index)
-            self._ready.set()
-            return
-
-        def progress(name: str, done: int, total: int) -> None:
-            if total and (done == total or done % max(1, total // 10) == 0):
-                log.info("indexing documents: %d/%d %s", done, total, name)
-
-        try:
-            index, report = await asyncio.to_thread(open_local_index, settings, self.docs_url, progress)
-        except Exception as exc:
-            self.error = f"index unavailable: {exc.__class__.__name__}"
-            log.exception("could not open the local index from %s", settings.docs_dir)
-            return
-        self.index = IndexInfo(
-            documents=index.documents,
-            chunks=index.size,
-            built=report is not None,
-            skipped=list(index.skipped),
-            seconds=round(report.seconds, 2) if report else 0.0,
-            files=frozenset(chunk.file for chunk in index.chunks),
-        )
-        if not self._build_engine(index):
-            return
-        self._local_index = index
-        if index.vectors is not None:
-            # Served lexically at once; retrieval turns hybrid when every chunk has its vector.
-            self._vector_task = asyncio.create_task(self._build_vectors(index))
-        log.info(
-            "index ready: %d documents, %d chunks (%s)",
-            self.index.documents,
-            self.index.chunks,
-            f"built in {report.seconds:.1f}s" if report else "loaded",
-        )
-        for reason in self.index.skipped:
-            log.warning("skipped: %s", reason)
-        self._ready.set()
-
-    async def _build_vectors(self, index: LocalIndex) -> None:
-        vectors = index.vectors
-        assert vectors is not None
-        step = [0]
-
-        def progress(done: int, total: int) -> None:
-            if total and done * 10 // total > step[0]:
-                step[0] = done * 10 // total
-                log.info("embedding the index: %d/%d texts", done, total)
-
-        try:
-            await vectors.build(progress)
-        except Exception as exc:
-            log.warning("index vectors unavailable (%s); local search stays lexical", exc.__class__.__name__)
-            return
-        # Answers cached before are lexical ones: a new version lets the cache forget them.
-        index.version = f"{index.version}+{vectors.model}"
-        log.info(
-            "index vectors ready (%s): %d texts, %d embedded now, %.1fs; hybrid retrieval on",
-            vectors.model,
-            vectors.total,
-            vectors.embedded,
-            vectors.seconds,
-        )
+        await self.handle.open()
 
     def status(self) -> tuple[int, dict[str, object]]:
-        """/api/health's details: HTTP status and what the bot runs on (index, providers, cache)."""
-        engine = self.engine
-        if engine is None:
-            return 503, {"status": "error" if self.error else "indexing", "detail": self.error}
-        return 200, {
-            "status": "ok",
-            "index": "azure-search" if self.index.remote else "local",
-            "documents": None if self.index.remote else self.index.documents,
-            "chunks": None if self.index.remote else self.index.chunks,
-            "skipped_documents": len(self.index.skipped),
-            "providers": engine.providers,
-            "thresholds": {"upper": engine.config.upper, "lower": engine.config.lower},
-            "research_rounds": engine.config.research_rounds,
-            "cache": self.cache_status(),
-            "vectors": self.vector_status(),
-        }
-
-    def cache_status(self) -> dict[str, object]:
-        cache = self.engine.cache if self.engine is not None else None
-        if cache is None:
-            return {"enabled": False}
-        stats = cache.stats
-        return {
-            "enabled": True,
-            "entries": len(cache),
-            "hits": stats.hits,
-            "misses": stats.misses,
-            "hit_rate": round(stats.hit_rate, 3),
-        }
-
-    def vector_status(self) -> dict[str, object]:
-        """For /api/health: the local index's vectors (progress), or why there are none."""
-        index = self._local_index
-        if index is None:
-            return {"enabled": False}
-        if index.vectors is None:
-            out: dict[str, object] = {"enabled": False}
-            if index.vectors_notice:
-                out["notice"] = f"lexical only: {index.vectors_notice}"
-            return out
-        return {"enabled": True, **index.vectors.status()}
-
-    def _build_engine(self, index: LocalIndex | None) -> bool:
-        """Create the engine; a configuration the engine refuses is kept as the runtime's error."""
-        try:
-            self.engine = build_engine(self.settings, index)
-        except ValueError as exc:
-            self.error = str(exc)
-            log.error("cannot start the engine: %s", exc)
-            return False
-        return True
+        return self.handle.status()
 
     async def wait_ready(self, timeout: float) -> bool:
-        try:
-            await asyncio.wait_for(self._ready.wait(), timeout)
-        except TimeoutError:
-            return False
-        return True
+        return await self.handle.wait_ready(timeout)
 
     async def close(self) -> None:
-        if self._vector_task is not None and not self._vector_task.done():
-            self._vector_task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._vector_task
-        if self.engine is not None:
-            await self.engine.close()
+        await self.handle.close()
         await self.feedback.close()

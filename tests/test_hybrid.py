@@ -158,16 +158,16 @@ async def test_bot_answers_lexically_before_vectors_are_ready_and_hybrid_after(
     await runtime.load_index()
     try:
         assert runtime.engine is not None
-        status = runtime.vector_status()
+        status = runtime.handle.vector_status()
         assert status["enabled"] is True and status["ready"] is False
         before = await runtime.engine.run(QUESTION_JA)
         assert before.providers["search"].startswith("local-bm25 (vectors")
         assert not found(before.graded, ALLOWANCE)
 
         gated.gate.set()
-        assert runtime._vector_task is not None
-        await asyncio.wait_for(runtime._vector_task, 60)
-        status = runtime.vector_status()
+        assert runtime.handle.vector_task is not None
+        await asyncio.wait_for(runtime.handle.vector_task, 60)
+        status = runtime.handle.vector_status()
         assert status["ready"] is True and status["done"] == status["total"]
         after = await runtime.engine.run(QUESTION_JA)  # not the cached lexical answer
         assert after.providers["search"].startswith("local-hybrid")
