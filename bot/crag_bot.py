@@ -24,7 +24,6 @@ from cards.examples import example_questions
 from cards.strings import language_of, t
 from cards.welcome_card import welcome_card
 from crag.logsafe import esc
-from crag.settings import REPO_ROOT
 from turn.answer import handle_message
 
 log = logging.getLogger(__name__)
@@ -32,7 +31,6 @@ log = logging.getLogger(__name__)
 # turn_state key: True once a message (not a typing indicator) went out in this turn.
 REPLIED = "crag.replied"
 _LONE_SURROGATE = re.compile("[\ud800-\udfff]")
-SAMPLE_DOCS = REPO_ROOT / "sample_docs"
 
 
 class CragBot(ActivityHandler):
@@ -73,7 +71,7 @@ class CragBot(ActivityHandler):
             return
         if any(m.id != bot_id for m in members_added):
             settings = self.runtime.settings
-            examples = example_questions(lang, settings.docs_dir, SAMPLE_DOCS, settings.welcome_examples)
+            examples = example_questions(lang, settings.docs_dir, settings.welcome_examples)
             card = CardFactory.adaptive_card(welcome_card(name, lang, examples))
             await turn_context.send_activity(MessageFactory.attachment(card))
 

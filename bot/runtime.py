@@ -3,15 +3,11 @@ the document links."""
 
 from __future__ import annotations
 
-import logging
-
 from bot.doc_links import DocLinks
 from config import BotSettings
 from crag.engine import CragEngine
 from crag.feedback.store import FeedbackStore
 from crag.handle import EngineHandle, IndexInfo
-
-log = logging.getLogger(__name__)
 
 
 class BotRuntime:

@@ -24,6 +24,7 @@ def answer_card(
     With `execute` (Teams) the thumbs are Action.Execute, so the card can be refreshed in place,
     with an Action.Submit fallback for clients that do not know Execute."""
     lang = lang or result.language
+    badge = badge_key(result)
     body: list[dict[str, Any]] = [
         {
             "type": "ColumnSet",
@@ -38,8 +39,8 @@ def answer_card(
                     "width": "auto",
                     "items": [
                         _text(
-                            t(badge_key(result), lang),
-                            color=_BADGE_COLOR[badge_key(result)],
+                            t(badge, lang),
+                            color=_BADGE_COLOR[badge],
                             weight="Bolder",
                             id="branch",
                         )

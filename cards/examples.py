@@ -11,6 +11,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from cards.strings import Lang
+from crag.settings import REPO_ROOT
+
+SAMPLE_DOCS = REPO_ROOT / "sample_docs"
 
 SAMPLE_EXAMPLES: dict[Lang, list[str]] = {
     "ja": [
@@ -26,7 +29,9 @@ SAMPLE_EXAMPLES: dict[Lang, list[str]] = {
 }
 
 
-def example_questions(lang: Lang, docs_dir: Path, sample_dir: Path, configured: str = "") -> list[str]:
+def example_questions(
+    lang: Lang, docs_dir: Path, configured: str = "", sample_dir: Path = SAMPLE_DOCS
+) -> list[str]:
     """The configured examples, else the sample documents' when those are served, else none."""
     own = [q.strip() for q in configured.split("|") if q.strip()]
     if own:

@@ -82,7 +82,7 @@ class TurnState:
     queries: tuple[str, ...] = ()  # every document search made
     searched: tuple[GradedChunk, ...] = ()  # the last search's new passages, not graded yet
     graded: tuple[GradedChunk, ...] = ()
-    part_best: tuple[float, ...] = ()  # multi-part questions: each part's best passage grade
+    part_best: tuple[float, ...] = ()  # each part's best passage grade so far (multi-part questions)
     missing: tuple[str, ...] = ()  # parts no passage answers
     branch: Branch = Branch.INCORRECT
     kept: tuple[GradedChunk, ...] = ()
@@ -185,7 +185,10 @@ class _Turn:
 
     async def run(self, question: str, history: Sequence[Turn]) -> CragResult:
         started = time.perf_counter()
-        s = TurnState(question, tuple(history), detect_language(question), tuple(question_parts(question)))
+        parts = tuple(question_parts(question))
+        s = TurnState(
+            question, tuple(history), detect_language(question), parts, part_best=(0.0,) * len(parts)
+        )
         try:
             await self.stage(Stage.SEARCHING)
             if self.e.config.speculative_web:
@@ -234,13 +237,15 @@ class _Turn:
         new = list(s.searched)
         scores = await self.scores(s.question, new)
         graded = [*s.graded, *(g.model_copy(update={"score": x}) for g, x in zip(new, scores, strict=True))]
-        part_best = s.part_best
+        part_best, missing = s.part_best, s.missing
         if len(s.parts) > 1:
-            bests = [max(await self.scores(part, new), default=0.0) for part in s.parts]
             part_best = tuple(
-                max(a, b) for a, b in zip(s.part_best or (0.0,) * len(bests), bests, strict=True)
+                [
+                    max([best, *await self.scores(part, new)])
+                    for part, best in zip(s.parts, s.part_best, strict=True)
+                ]
             )
-        missing = tuple(p for p, b in zip(s.parts, part_best, strict=False) if not self.e.policy.covers([b]))
+            missing = tuple(p for p, b in zip(s.parts, part_best, strict=True) if not self.e.policy.covers(b))
         return replace(s, graded=tuple(graded), searched=(), part_best=part_best, missing=missing)
 
     def route(self, s: TurnState) -> TurnState:

@@ -34,6 +34,6 @@ class RoutingPolicy(BaseModel):
         ranked = sorted(graded, key=lambda g: -g.score)
         return branch, [g.model_copy(update={"kept": True}) for g in ranked if g.score >= floor]
 
-    def covers(self, scores: Sequence[float]) -> bool:
-        """Does some passage answer this (part of the) question?"""
-        return max(scores, default=0.0) >= self.upper
+    def covers(self, best: float) -> bool:
+        """Does a passage graded `best` answer this (part of the) question?"""
+        return best >= self.upper

@@ -90,9 +90,5 @@ def answer_reply(result: CragResult, channel_id: str, lang: Lang | None = None) 
     return Reply(activity, card)
 
 
-def answer_activity(result: CragResult, channel_id: str, lang: Lang | None = None) -> Activity:
-    return answer_reply(result, channel_id, lang).activity
-
-
 def _clip(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"

@@ -49,8 +49,8 @@ async def test_an_example_is_answered_from_its_document(engine: CragEngine, ques
 
 
 def test_examples_are_offered_only_over_the_sample_documents(tmp_path: Path) -> None:
-    assert example_questions("ja", SAMPLES, SAMPLES) == SAMPLE_EXAMPLES["ja"]
-    assert example_questions("en", tmp_path, SAMPLES) == []  # a company's own folder: no sample questions
-    assert example_questions("en", tmp_path, SAMPLES, "Where is the canteen?| ") == ["Where is the canteen?"]
+    assert example_questions("ja", SAMPLES) == SAMPLE_EXAMPLES["ja"]
+    assert example_questions("en", tmp_path) == []  # a company's own folder: no sample questions
+    assert example_questions("en", tmp_path, "Where is the canteen?| ") == ["Where is the canteen?"]
     card = welcome_card("Bot", "en", [])
     assert card["actions"] == [] and len(card["body"]) == 2  # no examples heading without examples

@@ -18,7 +18,7 @@ from crag.models import Branch, Chunk, Citation, CragResult, GradedChunk, WebOut
 from crag.safe_links import markdown_link, safe_markdown, safe_url
 from crag.settings import CragSettings
 from crag.web.serpapi import parse_results
-from replies.teams_message import answer_activity
+from replies.teams_message import answer_reply
 
 EVIL_URLS = [
     "javascript:alert(1)",
@@ -173,7 +173,7 @@ def test_the_answer_card_emits_only_allowed_links() -> None:
 
 
 def test_the_teams_message_and_its_citations_emit_only_allowed_links() -> None:
-    activity = answer_activity(_hostile_result(), "msteams").serialize()
+    activity = answer_reply(_hostile_result(), "msteams").activity.serialize()
     _assert_safe_markdown(activity["text"])
     assert "Use the form [1]." in activity["text"]
     [entity] = activity["entities"]
@@ -254,7 +254,7 @@ async def test_a_document_link_quoted_in_an_answer_does_not_render_as_a_link(tmp
         _assert_safe_markdown(text)  # ...and the card shows its text without the link
     answer = next(t for t in _texts(card) if "20 days" in t)
     assert "the leave form" in answer and "](javascript" not in answer
-    teams = answer_activity(result, "msteams").serialize()
+    teams = answer_reply(result, "msteams").activity.serialize()
     _assert_safe_markdown(teams["text"])
     urls = [c["appearance"].get("url") for c in teams["entities"][0]["citation"]]
     assert urls == ["http://localhost:3978/docs/leave.md"]

@@ -16,7 +16,6 @@ from aiohttp import web
 
 from cards.examples import example_questions
 from config import BotSettings
-from crag.settings import REPO_ROOT
 from webchat.accesslog import quiet_access_log
 from webchat.bridge import BotBridge, TurnLogic, TurnProcessor
 from webchat.connector_api import PREFIX as CONNECTOR_PREFIX
@@ -95,11 +94,10 @@ def setup_webchat(
 
 def _page_config(settings: BotSettings) -> dict[str, Any]:
     # The first example of each language, as chips under the chat (the same list as the welcome card).
-    samples = REPO_ROOT / "sample_docs"
     firsts = [
         questions[0]
         for lang in ("ja", "en")
-        if (questions := example_questions(lang, settings.docs_dir, samples, settings.welcome_examples))
+        if (questions := example_questions(lang, settings.docs_dir, settings.welcome_examples))
     ]
     examples = list(dict.fromkeys(firsts))
     return {"tokenUrl": TOKEN_PATH, "hint": HINT, "examples": examples}

@@ -48,6 +48,7 @@ class _Candidate:
     order: int  # position inside its source, to keep reading order
     score: float
     whole: bool = False  # a whole web snippet rather than one sentence
+    features: list[float] | None = None  # what the score weighs (None: shares nothing with the question)
 
 
 @dataclass
@@ -89,11 +90,11 @@ class ExtractiveComposer:
         chosen: list[_Candidate] = []
         # A question asking for several things gets each part's best sentences, within an equal
         # share of the budget: the best sentence for the whole question answers one part at most.
+        share = self._max_chars // len(parts)
         for part in parts:
             query = weighted_query(self._index.words(part), self._index.idf)
             meaning = await self._meaning(part, chunks)
             sources, candidates = self._candidates(query, part, chunks, web, meaning)
-            share = self._max_chars // len(parts)
             for cand in self._choose(query, candidates, sources, lead_in, share):
                 if not any(c.source == cand.source and c.order == cand.order for c in chosen):
                     chosen.append(cand)
@@ -199,7 +200,7 @@ class ExtractiveComposer:
             x = self._features(query, sentence, context, order, weight, kinds, meaning)
             # A sentence sharing nothing with the question is kept only as a possible follower.
             score = max(0.0, sum(w * v for w, v in zip(self._weights, x, strict=True))) if x else 0.0
-            out.append(_Candidate(sentence, source, order, score))
+            out.append(_Candidate(sentence, source, order, score, features=x))
         return out
 
     def _features(
@@ -230,18 +231,8 @@ class ExtractiveComposer:
         """Each candidate sentence of the chunks with its features, as generate() scores them
         (bench/fit_composer.py fits SENTENCE_WEIGHTS on these)."""
         query = weighted_query(self._index.words(question), self._index.idf)
-        meaning = await self._meaning(question, chunks)
-        kinds = _kinds(question)
-        rows = []
-        for g in chunks:
-            context = frozenset(self._index.terms(" ".join(g.chunk.headers)))
-            for order, sentence in enumerate(split_sentences(g.chunk.text)):
-                x = self._features(
-                    query, sentence, context, order, g.score, kinds, meaning.get(g.chunk.id, {})
-                )
-                if x is not None:
-                    rows.append((sentence, x))
-        return rows
+        _, candidates = self._candidates(query, question, chunks, [], await self._meaning(question, chunks))
+        return [(c.text, c.features) for c in candidates if c.features is not None]
 
     def _choose(
         self,

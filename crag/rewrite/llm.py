@@ -30,24 +30,22 @@ class LlmRewriter:
     async def rewrite_missing(
         self, question: str, history: Sequence[Turn], missing: Sequence[str], used: Sequence[str]
     ) -> list[str]:
-        fence = prompts.Fence()
-        user = (
-            "Earlier conversation:\n"
-            f"{prompts.history_block([(t.question, t.answer) for t in history], fence)}\n\n"
-            f"Question: {question}\n"
+        asked = (
+            f"{question}\n"
             f"Not answered by the documents found so far: {'; '.join(missing)}\n"
             f"Searches already made: {' | '.join(used)}"
         )
-        try:
-            reply = await self._llm.chat(prompts.RESEARCH, user, max_tokens=80)
-        except LlmUnavailable as exc:
-            log.warning("re-search keywords fell back to local keywords: %s", exc)
-            trace.current().notice(Notice.LLM_FALLBACK)
+        line = await self._chat(prompts.RESEARCH, asked, history)
+        if line is None:
             return await self._fallback.rewrite_missing(question, history, missing, used)
-        line = " ".join(reply.strip().strip('"「」').split())[:300]
         return [line] if line and line.upper() != "NONE" and line not in used else []
 
     async def _ask(self, system: str, question: str, history: Sequence[Turn], fallback) -> str:  # type: ignore[no-untyped-def]
+        line = await self._chat(system, question, history)
+        return line or str(await fallback(question, history))
+
+    async def _chat(self, system: str, question: str, history: Sequence[Turn]) -> str | None:
+        """The model's one-line reply, normalised; None when the model is unavailable."""
         user = (
             "Earlier conversation:\n"
             f"{prompts.history_block([(t.question, t.answer) for t in history], prompts.Fence())}\n\n"
@@ -58,6 +56,5 @@ class LlmRewriter:
         except LlmUnavailable as exc:
             log.warning("rewrite fell back to local keywords: %s", exc)
             trace.current().notice(Notice.LLM_FALLBACK)
-            return str(await fallback(question, history))
-        line = " ".join(reply.strip().strip('"「」').split())
-        return line[:300] or str(await fallback(question, history))
+            return None
+        return " ".join(reply.strip().strip('"「」').split())[:300]
