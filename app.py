@@ -29,8 +29,8 @@ from bot.runtime import BotRuntime
 from bot.state_storage import SqliteStorage, make_storage
 from cards.strings import language_of, t
 from config import BotSettings
-from crag import redact
-from crag.logsafe import esc
+from support import redact
+from support.logsafe import esc
 from webchat import setup_webchat
 from webchat.hosts import HostCheck, is_loopback_host, is_loopback_url
 from webchat.jsonbody import loads as load_json

@@ -5,5 +5,5 @@ cd "$(dirname "$0")"
 source scripts/bootstrap.sh requirements-dev.txt
 echo "== ruff check" && ruff check .
 echo "== ruff format --check" && ruff format --check .
-echo "== mypy crag" && mypy
+echo "== mypy" && mypy
 echo "== pytest" && python -m pytest "$@"

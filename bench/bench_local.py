@@ -36,6 +36,7 @@ sys.path.insert(0, str(ROOT))
 
 from crag.embed.index_vectors import IndexVectors  # noqa: E402
 from crag.factory import build_engine, local_embedder  # noqa: E402
+from crag.ingest.local_target import build_local_index, load_or_build  # noqa: E402
 from crag.search.local_index import LocalIndex  # noqa: E402
 from crag.settings import CragSettings  # noqa: E402
 from crag.text.sentences import split_sentences  # noqa: E402
@@ -86,7 +87,7 @@ def summary(latencies: list[float]) -> str:
 
 
 async def vector_build(docs: Path, index_dir: Path) -> tuple[LocalIndex, IndexVectors, float]:
-    index, _ = LocalIndex.open(docs, index_dir)
+    index, _ = load_or_build(docs, index_dir)
     vectors = index.attach_vectors(local_embedder(), cache_dir=None)  # no shared cache: real work
     started = time.perf_counter()
     await vectors.build()
@@ -123,7 +124,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         docs, index_dir = Path(tmp) / "docs", Path(tmp) / "index"
         size = make_corpus(docs, args.chunks, rng, sentences)
-        index, report = LocalIndex.build(docs, index_dir)
+        index, report = build_local_index(docs, index_dir)
         print(f"corpus: {report.documents} files, {report.chunks} chunks, {size / 1e6:.1f} MB")
         print(f"lexical build: {report.seconds:.1f} s = {size / 1e6 / report.seconds:.2f} MB/s")
         started = time.perf_counter()
@@ -150,7 +151,7 @@ def main() -> None:
         first = sorted(small.iterdir())[0]
         first.write_text(first.read_text("utf-8").replace("## Section 3", "## Section 3 (revised)"), "utf-8")
         started = time.perf_counter()
-        small_index2, report2 = LocalIndex.open(small, Path(tmp) / "small-index")
+        small_index2, report2 = load_or_build(small, Path(tmp) / "small-index")
         lexical_s = time.perf_counter() - started
         vectors2 = small_index2.attach_vectors(local_embedder(), cache_dir=None)
         asyncio.run(vectors2.build())

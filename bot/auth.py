@@ -27,7 +27,7 @@ from botframework.connector.auth import jwt_token_extractor
 from botframework.connector.auth.jwt_token_extractor import JwtTokenExtractor
 from jwt.algorithms import RSAAlgorithm
 
-from crag.logsafe import esc
+from support.logsafe import esc
 
 log = logging.getLogger(__name__)
 

@@ -13,8 +13,8 @@ from pydantic import BaseModel, ValidationError, field_validator
 from bot.runtime import BotRuntime
 from cards.answer_card import ASK_ACTION, FEEDBACK_ACTION
 from cards.strings import Lang, t
-from crag.feedback.store import FeedbackOutcome
-from crag.logsafe import esc
+from feedback.store import FeedbackOutcome
+from support.logsafe import esc
 
 log = logging.getLogger(__name__)
 

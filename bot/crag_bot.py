@@ -23,7 +23,7 @@ from bot.runtime import BotRuntime
 from cards.examples import example_questions
 from cards.strings import language_of, t
 from cards.welcome_card import welcome_card
-from crag.logsafe import esc
+from support.logsafe import esc
 from turn.answer import handle_message
 
 log = logging.getLogger(__name__)

@@ -18,7 +18,7 @@ from bot.card_actions import rate
 from bot.runtime import BotRuntime
 from cards.answer_card import FEEDBACK_ACTION, error_card, thanks_card
 from cards.strings import Lang, language_of, t
-from crag.logsafe import esc
+from support.logsafe import esc
 
 log = logging.getLogger(__name__)
 

@@ -5,9 +5,8 @@ from __future__ import annotations
 
 from bot.doc_links import DocLinks
 from config import BotSettings
-from crag.engine import CragEngine
-from crag.feedback.store import FeedbackStore
 from crag.handle import EngineHandle, IndexInfo
+from feedback.store import FeedbackStore
 
 
 class BotRuntime:
@@ -27,10 +26,6 @@ class BotRuntime:
     def docs_url(self) -> str:
         """Where this bot serves the local documents (the base of their citation links)."""
         return f"{self.settings.base_url}/docs"
-
-    @property
-    def engine(self) -> CragEngine | None:
-        return self.handle.engine
 
     @property
     def index(self) -> IndexInfo:

@@ -17,7 +17,7 @@ import jsonpickle
 from botbuilder.core import MemoryStorage, Storage
 
 from config import BotSettings
-from crag.sqlite_file import SqliteFile
+from support.sqlite_file import SqliteFile
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS bot_state (

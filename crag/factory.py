@@ -16,6 +16,7 @@ from crag.generate.extractive import ExtractiveComposer
 from crag.generate.llm import LlmGenerator
 from crag.grade.llm import LlmGrader
 from crag.grade.local import LocalGrader
+from crag.ingest.local_target import BuildReport, load_or_build
 from crag.llm.client import LlmClient
 from crag.protocols import AnswerGenerator, Grader, KnowledgeRefiner, QueryRewriter, Retriever, WebSearch
 from crag.refine.llm import LlmRefiner
@@ -25,7 +26,7 @@ from crag.rewrite.local import LocalKeywordRewriter
 from crag.search.azure import AzureSearchRetriever
 from crag.search.azure_config import DEFAULT_INDEX_NAME, AzureSearchConfig
 from crag.search.local import LocalRetriever
-from crag.search.local_index import BuildReport, LocalIndex
+from crag.search.local_index import LocalIndex
 from crag.settings import CragSettings
 from crag.text.stats import FlatStats, TermStats
 from crag.text.tokenize import term_extractor
@@ -41,7 +42,7 @@ def open_local_index(
     progress: Callable[[str, int, int], None] | None = None,
 ) -> tuple[LocalIndex, BuildReport | None]:
     """Load the local index, building it first when it is missing or stale."""
-    return LocalIndex.open(
+    return load_or_build(
         settings.docs_dir.expanduser(),
         settings.index_dir.expanduser(),
         settings.chunk_max_chars,
@@ -108,6 +109,8 @@ def build_engine(settings: CragSettings, index: LocalIndex | None) -> CragEngine
         lower=settings.lower_threshold,
         top_k=settings.top_k,
         research_rounds=settings.research_rounds,
+        research_ambiguous=settings.research_ambiguous == "on"
+        or (settings.research_ambiguous == "auto" and not uses_serpapi(settings)),
         web_results=settings.web_results,
         speculative_web=settings.speculative_web and uses_serpapi(settings),
     )

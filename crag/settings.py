@@ -29,6 +29,8 @@ class CragSettings(BaseSettings):
     lower_threshold: float = Field(default=0.4, ge=0.0, le=1.0, alias="CRAG_LOWER_THRESHOLD")
     top_k: int = Field(default=10, ge=1, le=50, alias="CRAG_TOP_K")
     research_rounds: int = Field(default=2, ge=0, le=5, alias="CRAG_RESEARCH_ROUNDS")
+    # Re-search when the best passage is only ambiguous: auto = only when no web search is configured.
+    research_ambiguous: Literal["auto", "on", "off"] = Field(default="auto", alias="CRAG_RESEARCH_AMBIGUOUS")
     grade_concurrency: int = Field(default=10, ge=1, le=64, alias="CRAG_GRADE_CONCURRENCY")
     chunk_max_chars: int = Field(default=1200, ge=200, le=20000, alias="CRAG_CHUNK_MAX_CHARS")
     # Model tokens (o200k_base) per chunk; 0 turns the token cap off.

@@ -11,12 +11,8 @@ import pytest
 from azure.core.exceptions import ResourceExistsError, ResourceNotFoundError
 from pydantic import SecretStr, ValidationError
 
-from crag.models import Chunk
-from crag.protocols import Retriever
-from crag.search import azure_index
-from crag.search.azure import AzureSearchRetriever, SearchUnavailable
-from crag.search.azure_config import AzureSearchConfig
-from crag.search.azure_index import (
+from crag.ingest import azure_index
+from crag.ingest.azure_index import (
     AzureSearchIndex,
     build_index,
     embedding_text,
@@ -26,6 +22,10 @@ from crag.search.azure_index import (
     make_index_client,
     sync_chunks,
 )
+from crag.models import Chunk
+from crag.protocols import Retriever
+from crag.search.azure import AzureSearchRetriever, SearchUnavailable
+from crag.search.azure_config import AzureSearchConfig
 from tests.fake_azure_search import FakeAzureSearch, parse_filter
 
 KEY = "s3cret-admin-key-0123456789"

@@ -95,7 +95,7 @@ async def test_every_message_turn_ends_with_a_reply(
     local: tuple[Client, Any], connector: FakeConnector, caplog: pytest.LogCaptureFixture
 ) -> None:
     client, application = local
-    engine = application[app_module.RUNTIME].engine
+    engine = application[app_module.RUNTIME].handle.engine
 
     async def broken(*args: Any, **kwargs: Any) -> Any:
         raise RuntimeError("boom")
@@ -147,7 +147,7 @@ async def test_local_directline_odd_tokens_and_deep_bodies_are_4xx() -> None:
 
 
 def test_log_escaping_helper() -> None:
-    from crag.logsafe import esc
+    from support.logsafe import esc
 
     assert esc("a\nb\r\u2028\x1b[2J\ud800\\n") == "a\\nb\\r\\u2028\\x1b[2J\\ud800\\\\n"
     assert esc("有給休暇") == "有給休暇"

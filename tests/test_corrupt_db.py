@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 
 from bot.state_storage import SqliteStorage
-from crag.feedback.store import FeedbackOutcome, FeedbackStore
 from crag.models import Branch, CragResult
+from feedback.store import FeedbackOutcome, FeedbackStore
 from tests.apprunner import AppProcess
 from tests.conftest import ROOT
 

@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from crag.feedback.store import FeedbackOutcome, FeedbackStore
 from crag.models import Branch, CragResult
+from feedback.store import FeedbackOutcome, FeedbackStore
 
 ACKNOWLEDGED = {FeedbackOutcome.STORED, FeedbackOutcome.UPDATED, FeedbackOutcome.PENDING}
 

@@ -157,10 +157,10 @@ async def test_bot_answers_lexically_before_vectors_are_ready_and_hybrid_after(
     runtime = BotRuntime(bot_settings(tmp_path, CRAG_DOCS_DIR=str(docs)))
     await runtime.load_index()
     try:
-        assert runtime.engine is not None
+        assert runtime.handle.engine is not None
         status = runtime.handle.vector_status()
         assert status["enabled"] is True and status["ready"] is False
-        before = await runtime.engine.run(QUESTION_JA)
+        before = await runtime.handle.engine.run(QUESTION_JA)
         assert before.providers["search"].startswith("local-bm25 (vectors")
         assert not found(before.graded, ALLOWANCE)
 
@@ -169,7 +169,7 @@ async def test_bot_answers_lexically_before_vectors_are_ready_and_hybrid_after(
         await asyncio.wait_for(runtime.handle.vector_task, 60)
         status = runtime.handle.vector_status()
         assert status["ready"] is True and status["done"] == status["total"]
-        after = await runtime.engine.run(QUESTION_JA)  # not the cached lexical answer
+        after = await runtime.handle.engine.run(QUESTION_JA)  # not the cached lexical answer
         assert after.providers["search"].startswith("local-hybrid")
         assert found(after.graded, ALLOWANCE)
     finally:

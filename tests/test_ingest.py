@@ -8,7 +8,7 @@ import pytest
 
 from crag.ingest.chunker import chunk_document
 from crag.ingest.loaders import Document, DocumentError, discover, load
-from crag.search.local_index import LocalIndex
+from crag.ingest.local_target import build_local_index, load_or_build
 
 
 def _doc(text: str, markdown: bool = True) -> Document:
@@ -83,22 +83,22 @@ def test_index_is_built_loaded_and_rebuilt_on_change(tmp_path: Path) -> None:
     docs.mkdir()
     (docs / "a.md").write_text("# Alpha\n\nThe alpha server runs in Osaka.", "utf-8")
     (docs / "broken.md").write_bytes(b"\x00\x01\x02")
-    index, report = LocalIndex.open(docs, index_dir)
+    index, report = load_or_build(docs, index_dir)
     assert report is not None and report.documents == 1 and len(report.skipped) == 1
     assert "broken.md" in report.skipped[0]
 
-    again, report = LocalIndex.open(docs, index_dir)
+    again, report = load_or_build(docs, index_dir)
     assert report is None  # unchanged files: loaded, not rebuilt
     assert [c.text for c in again.chunks] == [c.text for c in index.chunks]
     assert again.search_terms(again.terms("alpha server"), 5)[0].chunk.file == "a.md"
 
     (docs / "a.md").write_text("# Alpha\n\nThe alpha server moved to Sapporo.", "utf-8")
-    changed, report = LocalIndex.open(docs, index_dir)
+    changed, report = load_or_build(docs, index_dir)
     assert report is not None  # content hash changed: rebuilt
     assert "Sapporo" in changed.chunks[0].text
 
     (docs / "b.md").write_text("# Beta\n\nBeta is the staging cluster.", "utf-8")
-    added, report = LocalIndex.open(docs, index_dir)
+    added, report = load_or_build(docs, index_dir)
     assert report is not None and added.documents == 2
     hits = added.search_terms(added.terms("staging cluster"), 5)
     assert hits and hits[0].chunk.file == "b.md"
@@ -109,7 +109,7 @@ def test_search_ignores_unknown_terms_and_returns_no_zero_hits(tmp_path: Path) -
     docs.mkdir()
     (docs / "a.md").write_text("# A\n\nalpha beta", "utf-8")
     (docs / "b.md").write_text("# B\n\ngamma delta", "utf-8")
-    index, _ = LocalIndex.open(docs, tmp_path / "index")
+    index, _ = load_or_build(docs, tmp_path / "index")
     assert index.search_terms(["zzzz"], 5) == []
     hits = index.search_terms(index.terms("gamma"), 5)
     assert [h.chunk.file for h in hits] == ["b.md"]
@@ -119,9 +119,9 @@ def test_corrupt_index_is_rebuilt(tmp_path: Path) -> None:
     docs, index_dir = tmp_path / "docs", tmp_path / "index"
     docs.mkdir()
     (docs / "a.md").write_text("# A\n\nalpha", "utf-8")
-    LocalIndex.open(docs, index_dir)
+    load_or_build(docs, index_dir)
     (index_dir / "chunks.jsonl").write_text("{not json", "utf-8")
-    index, report = LocalIndex.open(docs, index_dir)
+    index, report = load_or_build(docs, index_dir)
     assert report is not None and index.size == 1
 
 
@@ -130,11 +130,11 @@ def test_rebuild_reuses_unchanged_files(tmp_path: Path) -> None:
     docs.mkdir()
     for i in range(5):
         (docs / f"doc{i}.md").write_text(f"# Doc {i}\n\n## Part\n\nFact number {i} is kept here.", "utf-8")
-    _, first = LocalIndex.build(docs, index_dir)
+    _, first = build_local_index(docs, index_dir)
     assert first.reused == 0 and first.documents == 5
     (docs / "doc2.md").write_text("# Doc 2\n\n## Part\n\nThe replaced fact lives in Nagoya.", "utf-8")
     (docs / "doc4.md").unlink()
-    index, second = LocalIndex.open(docs, index_dir)
+    index, second = load_or_build(docs, index_dir)
     assert second is not None
     assert second.reused == 3  # doc0, doc1, doc3 taken as they were
     assert second.bytes == len((docs / "doc2.md").read_text("utf-8").encode())  # only doc2 was read
@@ -147,7 +147,7 @@ def test_rebuild_reuses_unchanged_files(tmp_path: Path) -> None:
     assert index.search_terms(index.terms("Nagoya"), 3)[0].chunk.file == "doc2.md"
     assert index.search_terms(index.terms("number 3"), 3)[0].chunk.file == "doc3.md"
     # Changing an index-shaping setting rebuilds everything.
-    _, third = LocalIndex.build(docs, index_dir, max_chars=300)
+    _, third = build_local_index(docs, index_dir, max_chars=300)
     assert third.reused == 0
 
 

@@ -24,8 +24,8 @@ from crag.ingest.chunker import chunk_document
 from crag.ingest.formats import csv_file, excel
 from crag.ingest.formats.common import cell, table
 from crag.ingest.loaders import SUPPORTED_SUFFIXES, Document, DocumentError, discover, load
+from crag.ingest.local_target import build_local_index, load_or_build
 from crag.ingest.tokens import O200K_SHA256, O200K_URL, count_tokens
-from crag.search.local_index import LocalIndex
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -442,7 +442,7 @@ def test_index_over_a_folder_of_every_format_skips_only_the_broken_file(tmp_path
     make_pdf(docs / "policy.pdf")
     (docs / "office" / "broken.docx").write_bytes(random.Random(1).randbytes(1000))
 
-    index, report = LocalIndex.build(docs, tmp_path / "index")
+    index, report = build_local_index(docs, tmp_path / "index")
     assert report.documents == 7 and len(report.skipped) == 1
     assert report.skipped[0].startswith("office/broken.docx: ")
     files = {c.file for c in index.chunks}
@@ -466,7 +466,7 @@ def test_index_over_a_folder_of_every_format_skips_only_the_broken_file(tmp_path
     assert top("hotel receipts") == "guide.html"
     assert top("lost laptop encrypted") == "policy.pdf"
 
-    again, rebuilt = LocalIndex.open(docs, tmp_path / "index")
+    again, rebuilt = load_or_build(docs, tmp_path / "index")
     assert rebuilt is None and again.size == index.size  # unchanged binary files: loaded, not rebuilt
 
 

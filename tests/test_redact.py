@@ -7,7 +7,7 @@ import logging
 import pytest
 
 from config import BotSettings
-from crag import redact
+from support import redact
 
 
 def test_configured_secrets_and_url_keys_are_masked(caplog: pytest.LogCaptureFixture) -> None:

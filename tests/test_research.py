@@ -39,7 +39,7 @@ BOTH = "How much is the monthly allowance for working from home, and where do vi
 
 def make_engine(root: Path, **env: str) -> CragEngine:
     docs = root / "docs"
-    docs.mkdir(exist_ok=True)
+    docs.mkdir(parents=True, exist_ok=True)
     for name, text in DOCS.items():
         (docs / name).write_text(text, "utf-8")
     settings = CragSettings(
@@ -133,3 +133,23 @@ async def test_an_only_ambiguous_answer_gets_one_retry_with_new_keywords(tmp_pat
     assert result.branch is Branch.AMBIGUOUS
     assert rewriter.asked == [["When does the canteen open?"]]  # one round, for the whole question
     assert result.queries[1:] == ["canteen hours 1"]
+
+
+# A web search configured on a closed loopback port: tests never reach the internet.
+NO_WEB = {"SERPAPI_API_KEY": "k", "SERPAPI_BASE_URL": "http://127.0.0.1:9"}
+
+
+async def test_with_a_web_search_configured_an_only_ambiguous_answer_is_not_retried(tmp_path: Path) -> None:
+    # auto: the web fills the gap on the ambiguous branch, so the retry's extra round is not paid.
+    base = make_engine(tmp_path, **NO_WEB)
+    assert base.config.research_ambiguous is False
+    rewriter = _InventiveRewriter(base.rewriter)
+    engine = CragEngine(rewriter, base.retriever, _FixedGrader(), base.web, base.generator, base.config)
+    result = await engine.run("When does the canteen open?")
+    assert result.branch is Branch.AMBIGUOUS
+    assert rewriter.asked == [] and len(result.queries) == 1
+    # Parts left unanswered are still searched for with the web configured.
+    forced = make_engine(tmp_path / "on", CRAG_RESEARCH_AMBIGUOUS="on", **NO_WEB)
+    assert forced.config.research_ambiguous is True
+    both = await make_engine(tmp_path / "web", CRAG_TOP_K="1", **NO_WEB).run(BOTH)
+    assert len(both.queries) == 2 and both.missing_parts == []

@@ -10,6 +10,7 @@ import pytest
 
 from crag.ingest.azure_target import read_folder
 from crag.ingest.loaders import DocumentError, discover, is_indexable, load
+from crag.ingest.local_target import build_local_index
 from crag.search.local_index import LocalIndex
 from crag.settings import CragSettings
 
@@ -44,7 +45,7 @@ def test_discover_skips_every_symlink_and_names_it(tmp_path: Path) -> None:
 
 def test_local_index_holds_nothing_reached_through_a_link(tmp_path: Path) -> None:
     docs, _ = _tree(tmp_path)
-    index, report = LocalIndex.build(docs, tmp_path / "index")
+    index, report = build_local_index(docs, tmp_path / "index")
     assert report.documents == 1 and {c.file for c in index.chunks} == {"leave.md"}
     assert all(SECRET not in c.text for c in index.chunks)
     assert sum("symbolic link" in reason for reason in report.skipped) == 4

@@ -109,8 +109,8 @@ async def test_empty_and_too_long_messages_get_a_clear_reply_and_no_engine_call(
     [empty] = await say(adapter, "   ")
     [long] = await say(adapter, "あ" * (runtime.settings.max_question_chars + 1))
     assert empty.text and long.text and f"{runtime.settings.max_question_chars:,}" in long.text
-    assert runtime.engine is not None and runtime.engine.cache is not None
-    assert runtime.engine.cache.stats.misses == 0  # the engine never looked the message up
+    assert runtime.handle.engine is not None and runtime.handle.engine.cache is not None
+    assert runtime.handle.engine.cache.stats.misses == 0  # the engine never looked the message up
 
 
 def _result_id(card: dict[str, Any]) -> str:

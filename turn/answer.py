@@ -17,12 +17,12 @@ from botbuilder.schema import Activity, ActivityTypes
 
 from cards.strings import Lang, language_of, t
 from config import BotSettings
-from crag.engine import CragEngine
-from crag.feedback.store import FeedbackStore
-from crag.logsafe import esc
+from crag.handle import EngineHandle
 from crag.models import CragResult, Turn
 from crag.text.lang import detect_language
+from feedback.store import FeedbackStore
 from replies.teams_message import answer_reply
+from support.logsafe import esc
 from turn.commands import Command, classify, command_text
 from turn.streaming import TeamsStreamer, can_stream
 
@@ -37,7 +37,7 @@ class TurnDeps(Protocol):
     """What a turn uses of the app (bot/runtime.py's BotRuntime)."""
 
     settings: BotSettings
-    engine: CragEngine | None
+    handle: EngineHandle  # the engine, once its index is open
     feedback: FeedbackStore
     links: LinkSigner
 
@@ -53,7 +53,7 @@ async def handle_message(context: TurnContext, deps: TurnDeps, history: StatePro
     lang = user_language(context, text)
     settings = deps.settings
     command = classify(text, settings.max_question_chars)
-    if command is Command.QUESTION and deps.engine is None:
+    if command is Command.QUESTION and deps.handle.engine is None:
         await context.send_activity(MessageFactory.text(t("not_ready", lang)))
         return
     if command is Command.QUESTION:
@@ -69,7 +69,7 @@ async def handle_message(context: TurnContext, deps: TurnDeps, history: StatePro
 
 
 async def answer(context: TurnContext, deps: TurnDeps, history: StatePropertyAccessor, question: str) -> None:
-    engine = deps.engine
+    engine = deps.handle.engine
     assert engine is not None  # handle_message checked
     settings = deps.settings
     activity = context.activity

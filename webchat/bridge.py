@@ -14,7 +14,7 @@ from typing import Any, Protocol
 from botbuilder.core import TurnContext
 from botbuilder.schema import Activity
 
-from crag.logsafe import esc
+from support.logsafe import esc
 
 log = logging.getLogger(__name__)
 

@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from aiohttp import web
 from aiohttp.typedefs import Handler
 
-from crag.logsafe import esc
+from support.logsafe import esc
 
 log = logging.getLogger(__name__)
 

@@ -17,8 +17,9 @@ from pathlib import Path
 from tqdm import tqdm
 
 from crag.factory import attach_embeddings
+from crag.ingest.local_target import BuildReport, build_local_index
 from crag.llm.client import LlmClient
-from crag.search.local_index import BuildReport, LocalIndex
+from crag.search.local_index import LocalIndex
 from crag.settings import CragSettings
 
 
@@ -49,7 +50,7 @@ def main(argv: list[str] | None = None) -> int:
             bar.set_postfix_str(name[:40])
             bar.update(done - bar.n)
 
-        index, report = LocalIndex.build(
+        index, report = build_local_index(
             args.docs,
             index_dir,
             settings.chunk_max_chars,

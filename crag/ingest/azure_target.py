@@ -15,13 +15,12 @@ from tqdm import tqdm
 
 from crag.embed.llm import LlmEmbedder
 from crag.factory import azure_search_config
-from crag.ingest.chunker import chunk_document
+from crag.ingest.azure_index import AzureSearchIndex, ensure_index, file_fingerprint, sync_chunks
+from crag.ingest.chunker import chunk_document, document_url
 from crag.ingest.loaders import DocumentError, discover, load
 from crag.llm.client import LlmClient
 from crag.models import Chunk
 from crag.search.azure import SearchUnavailable
-from crag.search.azure_index import AzureSearchIndex, ensure_index, file_fingerprint, sync_chunks
-from crag.search.local_index import document_url
 from crag.settings import CragSettings
 
 

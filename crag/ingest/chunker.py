@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import re
 from dataclasses import dataclass, field
+from urllib.parse import quote
 
 from crag.ingest.loaders import Document
 from crag.ingest.tokens import count_tokens
@@ -24,6 +25,11 @@ _FENCE = re.compile(r"^\s*(```|~~~)")
 class _Section:
     headers: list[str]
     lines: list[str] = field(default_factory=list)
+
+
+def document_url(base_url: str, rel_file: str) -> str:
+    """The citation link of a file under the documents base URL ("" when there is none)."""
+    return base_url.rstrip("/") + "/" + quote(rel_file) if base_url else ""
 
 
 def chunk_document(doc: Document, max_chars: int, url: str, max_tokens: int = 0) -> list[Chunk]:

@@ -1,6 +1,6 @@
 """Settings of the Azure AI Search provider: where the index is, how to query it, which field holds what.
 
-The defaults describe the index that `crag.search.azure_index.ensure_index` creates, so pointing the
+The defaults describe the index that `crag.ingest.azure_index.ensure_index` creates, so pointing the
 provider at a fresh service needs only the endpoint, the index name and the admin or query key. An
 existing index with other field names is mapped field by field; optional fields may be set to "" when
 the index does not have them (their Chunk attribute then stays at its default).

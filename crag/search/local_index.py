@@ -1,7 +1,7 @@
-"""The on-disk local index: chunks + a BM25 index (bm25s) over Sudachi terms + term statistics.
+"""The local index as retrieval reads it: chunks, a BM25 index (bm25s) over Sudachi terms, term
+statistics and (once built) the chunks' vectors.
 
-Built from a folder of files; rebuilt when a file's content hash, the file set or an index-shaping
-setting changes, loaded (memory-mapped) otherwise.
+crag.ingest.local_target builds it from a folder and writes it; this module only loads and searches.
 """
 
 from __future__ import annotations
@@ -10,24 +10,16 @@ import hashlib
 import json
 import logging
 import math
-import os
-import shutil
-import time
-from collections import Counter
-from collections.abc import Callable, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from urllib.parse import quote
+from typing import Any
 
 import bm25s
 import numpy as np
 
 from crag.embed import ArrayEmbedder
 from crag.embed.index_vectors import IndexVectors
-from crag.embed.store import KEYS_FILE, VECTORS_FILE
-from crag.ingest.chunker import chunk_document
-from crag.ingest.loaders import DocumentError, discover, load
 from crag.models import Chunk
 from crag.text.tokenize import TermExtractor, term_extractor
 
@@ -35,43 +27,17 @@ log = logging.getLogger(__name__)
 # bm25s logs every build at DEBUG through its own handler; keep the bot's log readable.
 logging.getLogger("bm25s").setLevel(logging.WARNING)
 
-# Bump when tokenization or chunking changes so that old indexes are rebuilt, not misread.
-INDEX_FORMAT = 8
-
-
-@dataclass(frozen=True)
-class BuildReport:
-    documents: int
-    chunks: int
-    skipped: list[str]  # human-readable reasons, one per broken file
-    seconds: float
-    bytes: int  # text read and indexed in this build (reused files excluded)
-    reused: int = 0  # files taken unchanged from the previous build
+# The files of an index folder (the writer adds its terms file, the vectors add theirs).
+MANIFEST_FILE = "manifest.json"
+CHUNKS_FILE = "chunks.jsonl"
+DOC_FREQ_FILE = "doc_freq.json"
+BM25_DIR = "bm25"
 
 
 @dataclass(frozen=True)
 class SearchHit:
     chunk: Chunk
     score: float
-
-
-def _file_hash(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
-
-
-def _fingerprint(docs_dir: Path, max_chars: int, base_url: str, max_tokens: int) -> dict[str, object]:
-    files = discover(docs_dir) if docs_dir.is_dir() else []
-    return {
-        "format": INDEX_FORMAT,
-        "max_chars": max_chars,
-        "max_tokens": max_tokens,
-        "base_url": base_url,
-        "files": {p.relative_to(docs_dir).as_posix(): _file_hash(p) for p in files},
-    }
-
-
-def document_url(base_url: str, rel_file: str) -> str:
-    return base_url.rstrip("/") + "/" + quote(rel_file) if base_url else ""
 
 
 class LocalIndex:
@@ -179,190 +145,33 @@ class LocalIndex:
         top = candidates[top[np.argsort(-sub[top], kind="stable")]]
         return [SearchHit(self.chunks[i], float(scores[i])) for i in top]
 
-    # -- persistence ----------------------------------------------------------------------------
-    @classmethod
-    def build(
-        cls,
-        docs_dir: Path,
-        index_dir: Path,
-        max_chars: int = 1200,
-        base_url: str = "",
-        progress: Callable[[str, int, int], None] | None = None,
-        max_tokens: int = 0,
-        fingerprint: dict[str, object] | None = None,
-    ) -> tuple[LocalIndex, BuildReport]:
-        """Build the index; files whose content hash is unchanged since the last build are reused
-        as they were (chunks and terms), so re-ingesting a large folder only reads what changed."""
-        started = time.perf_counter()
-        if not docs_dir.is_dir():
-            raise FileNotFoundError(f"documents folder not found: {docs_dir}")
-        extractor = term_extractor()
-        fingerprint = fingerprint or _fingerprint(docs_dir, max_chars, base_url, max_tokens)
-        hashes: dict[str, str] = fingerprint["files"]  # type: ignore[assignment]
-        previous = _previous_build(index_dir, fingerprint)
-        chunks: list[Chunk] = []
-        tokens: list[list[str]] = []
-        skipped: list[str] = []
-        total_bytes = reused = 0
-        fresh: list[int] = []  # positions of chunks read in this build (their terms still to compute)
-        links: list[str] = []  # symbolic links met (never followed): reported, not counted as files
-        files = discover(docs_dir, links)
-        for i, path in enumerate(files):
-            rel = path.relative_to(docs_dir).as_posix()
-            if progress:
-                progress(path.name, i, len(files))
-            old = previous.get(rel)
-            if old is not None and old[0] == hashes.get(rel):
-                reused += 1
-                for chunk, terms in old[1]:
-                    chunks.append(chunk)
-                    tokens.append(terms)
-                continue
-            try:
-                doc = load(path, docs_dir)
-            except DocumentError as exc:
-                log.warning("skipping document: %s", exc)
-                skipped.append(str(exc))
-                continue
-            total_bytes += len(doc.text.encode())
-            for chunk in chunk_document(doc, max_chars, document_url(base_url, doc.file), max_tokens):
-                chunks.append(chunk)
-                tokens.append([])
-                fresh.append(len(chunks) - 1)
-        if progress:
-            progress("", len(files), len(files))
-        # Sudachi releases the GIL while it tokenizes: threads use every core for the bulk of a build.
-        workers = min(4, os.cpu_count() or 1)
-        with ThreadPoolExecutor(workers) as pool:
-            # Title and section headers are searchable: questions name the subject the body leaves implicit.
-            texts = [chunks[i].framed_text for i in fresh]
-            for i, terms in zip(fresh, pool.map(extractor.terms, texts, chunksize=64), strict=True):
-                tokens[i] = terms
-        df: Counter[str] = Counter()
-        for toks in tokens:
-            df.update(set(toks))
-        bm25 = bm25s.BM25()
-        if chunks:
-            bm25.index(tokens, show_progress=False)
-        documents = len(files) - len(skipped)
-        skipped = links + skipped
-        index = cls(chunks, bm25, dict(df), documents, extractor)
-        index.skipped = skipped
-        index.version = _version(fingerprint)
-        index._save(index_dir, fingerprint, tokens)
-        index.dir = index_dir
-        report = BuildReport(
-            documents=documents,
-            chunks=len(chunks),
-            skipped=skipped,
-            seconds=time.perf_counter() - started,
-            bytes=total_bytes,
-            reused=reused,
-        )
-        return index, report
-
-    def _save(self, index_dir: Path, fingerprint: dict[str, object], tokens: list[list[str]]) -> None:
-        # Write to a sibling folder, then swap: a crash mid-build never leaves a half index behind.
-        tmp = index_dir.with_name(index_dir.name + ".building")
-        shutil.rmtree(tmp, ignore_errors=True)
-        tmp.mkdir(parents=True)
-        with (tmp / "chunks.jsonl").open("w", encoding="utf-8") as f:
-            for c in self.chunks:
-                f.write(c.model_dump_json() + "\n")
-        with (tmp / "tokens.jsonl").open("w", encoding="utf-8") as f:
-            for terms in tokens:
-                f.write(json.dumps(terms, ensure_ascii=False) + "\n")
-        (tmp / "doc_freq.json").write_text(json.dumps(self._df, ensure_ascii=False), "utf-8")
-        if self.chunks:
-            self._bm25.save(str(tmp / "bm25"), show_progress=False)
-        meta = {
-            "fingerprint": fingerprint,
-            "documents": self.documents,
-            "chunks": len(self.chunks),
-            "skipped": self.skipped,
-        }
-        (tmp / "manifest.json").write_text(json.dumps(meta, ensure_ascii=False, indent=1), "utf-8")
-        # Vectors are keyed by content: the old index's serve the new one for every unchanged chunk.
-        for name in (VECTORS_FILE, KEYS_FILE):
-            if (index_dir / name).is_file():
-                shutil.copyfile(index_dir / name, tmp / name)
-        old = index_dir.with_name(index_dir.name + ".old")
-        shutil.rmtree(old, ignore_errors=True)
-        if index_dir.exists():
-            index_dir.rename(old)
-        tmp.rename(index_dir)
-        shutil.rmtree(old, ignore_errors=True)
-
+    # -- reading -------------------------------------------------------------------------------
     @classmethod
     def load(cls, index_dir: Path) -> LocalIndex:
-        meta = json.loads((index_dir / "manifest.json").read_text("utf-8"))
-        with (index_dir / "chunks.jsonl").open(encoding="utf-8") as f:
+        """The index crag.ingest.local_target wrote to index_dir (BM25 memory-mapped)."""
+        meta = read_manifest(index_dir)
+        with (index_dir / CHUNKS_FILE).open(encoding="utf-8") as f:
             chunks = [Chunk.model_validate_json(line) for line in f if line.strip()]
-        df = json.loads((index_dir / "doc_freq.json").read_text("utf-8"))
+        df = json.loads((index_dir / DOC_FREQ_FILE).read_text("utf-8"))
         bm25 = (
-            bm25s.BM25.load(str(index_dir / "bm25"), mmap=True, show_progress=False)
+            bm25s.BM25.load(str(index_dir / BM25_DIR), mmap=True, show_progress=False)
             if chunks
             else bm25s.BM25()
         )
         index = cls(chunks, bm25, df, int(meta["documents"]), term_extractor())
         index.skipped = list(meta.get("skipped", []))
-        index.version = _version(meta["fingerprint"])
+        index.version = index_version(meta["fingerprint"])
         index.dir = index_dir
         return index
 
-    @staticmethod
-    def is_current(index_dir: Path, fingerprint: dict[str, object]) -> bool:
-        try:
-            meta = json.loads((index_dir / "manifest.json").read_text("utf-8"))
-        except (OSError, ValueError):
-            return False
-        return bool(meta.get("fingerprint") == fingerprint)
 
-    @classmethod
-    def open(
-        cls,
-        docs_dir: Path,
-        index_dir: Path,
-        max_chars: int = 1200,
-        base_url: str = "",
-        progress: Callable[[str, int, int], None] | None = None,
-        max_tokens: int = 0,
-    ) -> tuple[LocalIndex, BuildReport | None]:
-        """Load the index if it matches the documents, otherwise (re)build it."""
-        # Hashing every file is the costly part of the check: do it once, for the check and the build.
-        fingerprint = _fingerprint(docs_dir, max_chars, base_url, max_tokens) if docs_dir.is_dir() else None
-        if fingerprint is not None and cls.is_current(index_dir, fingerprint):
-            try:
-                return cls.load(index_dir), None
-            except (OSError, ValueError, KeyError) as exc:
-                log.warning("local index unreadable (%s); rebuilding", exc.__class__.__name__)
-        return cls.build(docs_dir, index_dir, max_chars, base_url, progress, max_tokens, fingerprint)
+def read_manifest(index_dir: Path) -> dict[str, Any]:
+    """What the index was built from (its fingerprint) and what it holds. Raises OSError / ValueError."""
+    meta = json.loads((index_dir / MANIFEST_FILE).read_text("utf-8"))
+    if not isinstance(meta, dict):
+        raise ValueError("index manifest is not an object")
+    return meta
 
 
-def _version(fingerprint: object) -> str:
+def index_version(fingerprint: object) -> str:
     return hashlib.sha1(json.dumps(fingerprint, sort_keys=True).encode()).hexdigest()[:12]
-
-
-def _previous_build(
-    index_dir: Path, fingerprint: dict[str, object]
-) -> dict[str, tuple[str, list[tuple[Chunk, list[str]]]]]:
-    """file -> (content hash, [(chunk, terms)]) of the last build, when its settings match."""
-    try:
-        meta = json.loads((index_dir / "manifest.json").read_text("utf-8"))
-        old = meta["fingerprint"]
-        if any(old.get(k) != fingerprint[k] for k in ("format", "max_chars", "max_tokens", "base_url")):
-            return {}
-        with (index_dir / "chunks.jsonl").open(encoding="utf-8") as f:
-            chunks = [Chunk.model_validate_json(line) for line in f if line.strip()]
-        with (index_dir / "tokens.jsonl").open(encoding="utf-8") as f:
-            tokens = [json.loads(line) for line in f if line.strip()]
-    except (OSError, ValueError, KeyError, TypeError):
-        return {}
-    if len(chunks) != len(tokens):
-        return {}
-    out: dict[str, tuple[str, list[tuple[Chunk, list[str]]]]] = {}
-    for chunk, terms in zip(chunks, tokens, strict=True):
-        file_hash = old["files"].get(chunk.file)
-        if file_hash is not None:
-            out.setdefault(chunk.file, (file_hash, []))[1].append((chunk, terms))
-    return out

@@ -28,7 +28,7 @@ from typing import Any, Literal
 import aiosqlite
 
 from crag.models import CragResult
-from crag.sqlite_file import SqliteFile, open_connection, quarantine_name
+from support.sqlite_file import SqliteFile, open_connection, quarantine_name
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS answers (

@@ -1,4 +1,4 @@
-"""python -m crag.feedback export [--format csv|jsonl] [--out FILE] | stats [--db FILE]
+"""python -m feedback export [--format csv|jsonl] [--out FILE] | stats [--db FILE]
 
 Reads the feedback database the bot writes (CRAG_FEEDBACK_DB, default data/feedback.sqlite3)
 read-only, so it is safe while the bot runs.
@@ -103,7 +103,7 @@ def print_stats(summary: dict[str, dict[str, dict[str, int]]], out: TextIO) -> N
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m crag.feedback", description=__doc__.split("\n\n")[1])
+    parser = argparse.ArgumentParser(prog="python -m feedback", description=__doc__.split("\n\n")[1])
     parser.add_argument("--db", type=Path, default=None, help="feedback database (default CRAG_FEEDBACK_DB)")
     commands = parser.add_subparsers(dest="command", required=True)
     exp = commands.add_parser("export", help="every rating, as CSV or JSON lines")

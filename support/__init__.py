@@ -1,0 +1,1 @@
+"""App-side helpers shared by the bot, the Web Chat bridge and the feedback store (not the engine)."""
