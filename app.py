@@ -29,6 +29,7 @@ from bot.runtime import BotRuntime
 from bot.state_storage import SqliteStorage, make_storage
 from cards.strings import language_of, t
 from config import BotSettings
+from crag.handle import uses_local_index
 from support import redact
 from support.logsafe import esc
 from webchat import setup_webchat
@@ -201,7 +202,7 @@ def main() -> None:
     except Exception as exc:  # pydantic's message names the bad setting
         print(f"invalid settings: {exc}", file=sys.stderr)
         raise SystemExit(2) from None
-    if not settings.docs_dir.is_dir() and not settings.azure_search_endpoint:
+    if not settings.docs_dir.is_dir() and uses_local_index(settings):
         print(f"documents folder not found: {settings.docs_dir} (set CRAG_DOCS_DIR)", file=sys.stderr)
         raise SystemExit(2)
     if not settings.app_id and not is_loopback_host(settings.bind_host):

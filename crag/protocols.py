@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
 from typing import Literal, Protocol
 
 from crag.models import Chunk, GeneratedAnswer, GradedChunk, Stage, Turn, WebOutcome, WebResult
@@ -11,6 +12,8 @@ from crag.models import Chunk, GeneratedAnswer, GradedChunk, Stage, Turn, WebOut
 TextSink = Callable[[str], Awaitable[None]]
 # Receives the name of the stage the engine is entering: searching, grading, web, writing.
 StageSink = Callable[[Stage], Awaitable[None]]
+# Releases a provider's connections at shutdown.
+Closer = Callable[[], Awaitable[None]]
 
 
 class QueryRewriter(Protocol):
@@ -102,3 +105,11 @@ class Embedder(Protocol):
     async def embed_passages(self, texts: Sequence[str]) -> list[list[float]]:
         """One vector per passage, in input order. Raises on failure."""
         ...
+
+
+@dataclass(frozen=True)
+class SearchBuild:
+    """What a search provider's `build` returns (crag/search/__init__.py)."""
+
+    retriever: Retriever
+    closers: tuple[Closer, ...] = ()

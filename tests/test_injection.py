@@ -21,12 +21,14 @@ GENUINE = (
 )
 
 
-def _corpus(tmp_path: Path) -> CragSettings:
+def _corpus(tmp_path: Path, **env: str) -> CragSettings:
     docs = tmp_path / "docs"
     docs.mkdir()
     (docs / "printer.md").write_text(INJECTION, "utf-8")
     (docs / "leave.md").write_text(GENUINE, "utf-8")
-    return CragSettings(CRAG_DOCS_DIR=str(docs), CRAG_INDEX_DIR=str(tmp_path / "index"), CRAG_CACHE_TTL=0)
+    return CragSettings(
+        CRAG_DOCS_DIR=str(docs), CRAG_INDEX_DIR=str(tmp_path / "index"), CRAG_CACHE_TTL=0, **env
+    )
 
 
 async def test_local_engine_is_not_steered_by_a_planted_instruction(tmp_path: Path) -> None:
@@ -43,12 +45,8 @@ async def test_llm_prompts_frame_documents_as_data(tmp_path: Path) -> None:
     fake = FakeOpenAI()
     await fake.start()
     try:
-        settings = _corpus(tmp_path).model_copy(
-            update={
-                "openai_api_key": __import__("pydantic").SecretStr("k"),
-                "openai_base_url": fake.url + "/v1",
-            }
-        )
+        settings = _corpus(tmp_path, OPENAI_API_KEY="k", OPENAI_BASE_URL=fake.url + "/v1")
+        assert settings.llm.openai_base_url == fake.url + "/v1"
         engine = build_engine(settings, open_local_index(settings)[0])
         try:
             result = await engine.run("Is there a notice about carrying over paid leave?")

@@ -11,7 +11,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from pydantic import SecretStr
 
 from crag.factory import build_engine, open_local_index
 from crag.llm import prompts
@@ -55,7 +54,10 @@ async def test_a_planted_closing_delimiter_stays_inside_the_frame(tmp_path: Path
             CRAG_CACHE_TTL=0,
             CRAG_GRADE_BATCH=batch,
             CRAG_REFINE_MIN_CHARS=100,
-        ).model_copy(update={"openai_api_key": SecretStr("k"), "openai_base_url": fake.url + "/v1"})
+            OPENAI_API_KEY="k",
+            OPENAI_BASE_URL=fake.url + "/v1",
+        )
+        assert settings.llm.openai_base_url == fake.url + "/v1"
         engine = build_engine(settings, open_local_index(settings)[0])
         try:
             await engine.run("Where is the spare toner for the printer kept?")

@@ -244,7 +244,7 @@ async def test_bot_answers_through_real_clients_and_fakes(
         "AZURE_OPENAI_EMBEDDING_DEPLOYMENT": "embed",
         "AZURE_SEARCH_ENDPOINT": services.search.url,
         "AZURE_SEARCH_API_KEY": services.search.api_key,
-        "AZURE_SEARCH_INDEX": settings.azure_search_index,
+        "AZURE_SEARCH_INDEX": settings.azure_search.index,
         "AZURE_SEARCH_MODE": "hybrid",
         "AZURE_SEARCH_VECTOR_DIMENSIONS": "8",
         "SERPAPI_API_KEY": "serp-key",

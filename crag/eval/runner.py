@@ -18,10 +18,11 @@ from crag.eval.dataset import Dataset, Question
 from crag.eval.fake_serpapi import FakeSerpApi
 from crag.eval.judges import available_judges
 from crag.eval.metrics import Record, compute_metrics
-from crag.factory import build_engine, open_local_index
+from crag.handle import EngineHandle
 from crag.llm.client import LlmClient
 from crag.models import CragResult, GradedChunk
 from crag.settings import CragSettings
+from crag.web.serpapi_settings import SerpApiSettings
 
 
 async def evaluate(
@@ -41,15 +42,18 @@ async def evaluate(
                 "index_dir": out_dir / "index",
                 "docs_base_url": "",
                 "web_provider": "serpapi",
-                "serpapi_api_key": SecretStr("fake-eval-key"),
-                "serpapi_base_url": serp.url,
+                "serpapi": SerpApiSettings(
+                    SERPAPI_API_KEY=SecretStr("fake-eval-key"), SERPAPI_BASE_URL=serp.url
+                ),
             }
         )
-        index, _ = open_local_index(settings)
-        engine = build_engine(settings, index)
-        if index.vectors is not None:
-            await index.vectors.build()  # measure hybrid retrieval, not the lexical start-up mode
-        judge_llm = LlmClient.from_settings(settings)
+        handle = EngineHandle(settings)
+        await handle.open(embed_in_background=False)
+        if handle.engine is None:
+            raise RuntimeError(f"cannot open the engine: {handle.error}")
+        await handle.embed()  # measure hybrid retrieval, not the lexical start-up mode
+        engine = handle.engine
+        judge_llm = LlmClient.from_settings(settings.llm)
         judges = available_judges(judge_llm)
         judged: dict[str, list[float]] = {}
         (out_dir / "providers.json").write_text(json.dumps(engine.providers), "utf-8")
@@ -72,7 +76,7 @@ async def evaluate(
                 f.write(json.dumps(row, ensure_ascii=False) + "\n")
                 if on_progress:
                     on_progress(i + 1, len(questions))
-        await engine.close()
+        await handle.close()
         if judge_llm is not None:
             await judge_llm.close()
     finally:

@@ -16,10 +16,8 @@ from pathlib import Path
 
 from tqdm import tqdm
 
-from crag.factory import attach_embeddings
-from crag.ingest.local_target import BuildReport, build_local_index
-from crag.llm.client import LlmClient
-from crag.search.local_index import LocalIndex
+from crag.handle import EngineHandle
+from crag.ingest.local_target import BuildReport
 from crag.settings import CragSettings
 
 
@@ -43,45 +41,48 @@ def main(argv: list[str] | None = None) -> int:
 
         return int(asyncio.run(ingest_azure(args.docs, settings)))
     index_dir = args.index_dir or settings.index_dir
-    with tqdm(unit="file", file=sys.stderr, desc="reading") as bar:
-
-        def progress(name: str, done: int, total: int) -> None:
-            bar.total = total
-            bar.set_postfix_str(name[:40])
-            bar.update(done - bar.n)
-
-        index, report = build_local_index(
-            args.docs,
-            index_dir,
-            settings.chunk_max_chars,
-            settings.docs_base_url,
-            progress,
-            settings.chunk_max_tokens,
-        )
-    print_report(report, index_dir)
-    return asyncio.run(embed_index(index, settings))
+    local = settings.model_copy(
+        update={"docs_dir": args.docs, "index_dir": index_dir, "search_provider": "local"}
+    )
+    return asyncio.run(ingest_local(local))
 
 
-async def embed_index(index: LocalIndex, settings: CragSettings) -> int:
-    """Compute the index's missing chunk and sentence vectors (reused by content hash), with a bar."""
-    llm = LlmClient.from_settings(settings) if settings.embeddings in ("auto", "llm") else None
+async def ingest_local(settings: CragSettings) -> int:
+    """Build (or bring up to date) the local index through the engine handle the bot uses, then
+    compute its missing vectors, with progress bars."""
+    handle = EngineHandle(settings)
     try:
-        choice = attach_embeddings(settings, index, llm)
+        with tqdm(unit="file", file=sys.stderr, desc="reading") as bar:
+
+            def progress(name: str, done: int, total: int) -> None:
+                bar.total = total
+                bar.set_postfix_str(name[:40])
+                bar.update(done - bar.n)
+
+            await handle.open(progress, embed_in_background=False)
+        index = handle.local_index
+        if index is None:
+            print(f"error: {handle.error or 'the index could not be built'}", file=sys.stderr)
+            return 1
+        if handle.report is not None:
+            print_report(handle.report, settings.index_dir)
+        else:
+            print(
+                f"index {settings.index_dir} is up to date: {index.documents} documents, {index.size} chunks"
+            )
         vectors = index.vectors
         if vectors is None:
-            if choice.notice:
-                print(f"no vectors ({choice.notice}): the index is lexical only (BM25)")
+            if index.vectors_notice:
+                print(f"no vectors ({index.vectors_notice}): the index is lexical only (BM25)")
             return 0
         with tqdm(unit="text", file=sys.stderr, desc="embedding") as bar:
 
-            def progress(done: int, total: int) -> None:
+            def embed_progress(done: int, total: int) -> None:
                 bar.total = total
                 bar.update(done - bar.n)
 
-            try:
-                await vectors.build(progress)
-            except Exception as exc:  # the embedder's own failure; its text may hold a key
-                print(f"error: embedding failed ({exc.__class__.__name__})", file=sys.stderr)
+            if not await handle.embed(embed_progress):
+                print(f"error: embedding failed ({handle.embed_error})", file=sys.stderr)
                 return 1
         print(
             f"vectors: {vectors.total} texts (chunks and sentences) with {vectors.model}, "
@@ -90,8 +91,7 @@ async def embed_index(index: LocalIndex, settings: CragSettings) -> int:
         )
         return 0
     finally:
-        if llm is not None:
-            await llm.close()
+        await handle.close()
 
 
 def print_report(report: BuildReport, where: object) -> None:

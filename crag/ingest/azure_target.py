@@ -14,7 +14,6 @@ from pathlib import Path
 from tqdm import tqdm
 
 from crag.embed.llm import LlmEmbedder
-from crag.factory import azure_search_config
 from crag.ingest.azure_index import AzureSearchIndex, ensure_index, file_fingerprint, sync_chunks
 from crag.ingest.chunker import chunk_document, document_url
 from crag.ingest.loaders import DocumentError, discover, load
@@ -26,12 +25,11 @@ from crag.settings import CragSettings
 
 async def ingest_azure(docs_dir: Path, settings: CragSettings) -> int:
     try:
-        config = azure_search_config(settings.model_copy(update={"search_provider": "azure"}))
+        config = settings.azure_search.config()
     except ValueError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    assert config is not None
-    llm = LlmClient.from_settings(settings)
+    llm = LlmClient.from_settings(settings.llm)
     embedder = LlmEmbedder(llm) if llm is not None and llm.embedding_model else None
     if config.mode != "keyword" and embedder is None:
         print(f"error: AZURE_SEARCH_MODE={config.mode} needs an embedding model", file=sys.stderr)

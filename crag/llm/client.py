@@ -18,7 +18,7 @@ from openai.types.chat import ChatCompletion
 
 from crag import trace
 from crag.breaker import CircuitBreaker
-from crag.settings import CragSettings
+from crag.llm.settings import LlmSettings
 
 log = logging.getLogger(__name__)
 
@@ -51,9 +51,9 @@ class LlmClient:
         self.breaker = CircuitBreaker()
 
     @classmethod
-    def from_settings(cls, settings: CragSettings) -> LlmClient | None:
+    def from_settings(cls, settings: LlmSettings) -> LlmClient | None:
         """The configured client, or None when no language model is configured (local mode)."""
-        choice = settings.llm_provider
+        choice = settings.provider
         azure = bool(settings.azure_openai_endpoint and settings.azure_openai_deployment)
         compatible = bool(settings.openai_api_key.get_secret_value() or settings.openai_base_url)
         if choice == "local" or (choice == "auto" and not (azure or compatible)):
@@ -65,24 +65,24 @@ class LlmClient:
                 _azure_client(settings),
                 settings.azure_openai_deployment,
                 settings.azure_openai_embedding_deployment,
-                settings.llm_timeout,
-                settings.llm_concurrency,
+                settings.timeout,
+                settings.concurrency,
                 name="azure-openai",
             )
         client = openai.AsyncOpenAI(
             # A local OpenAI-compatible server may need no key; the SDK insists on one.
             api_key=settings.openai_api_key.get_secret_value() or "not-needed",
             base_url=settings.openai_base_url or None,
-            max_retries=settings.llm_max_retries,
-            timeout=settings.llm_timeout,
+            max_retries=settings.max_retries,
+            timeout=settings.timeout,
             http_client=_http_client(),
         )
         return cls(
             client,
             settings.openai_model,
             settings.openai_embedding_model,
-            settings.llm_timeout,
-            settings.llm_concurrency,
+            settings.timeout,
+            settings.concurrency,
             name="openai",
         )
 
@@ -211,12 +211,12 @@ def _http_client() -> openai.DefaultAioHttpClient:
     return openai.DefaultAioHttpClient()
 
 
-def _azure_client(settings: CragSettings) -> openai.AsyncOpenAI:
+def _azure_client(settings: LlmSettings) -> openai.AsyncOpenAI:
     common: dict[str, Any] = {
         "azure_endpoint": settings.azure_openai_endpoint,
         "api_version": settings.azure_openai_api_version,
-        "max_retries": settings.llm_max_retries,
-        "timeout": settings.llm_timeout,
+        "max_retries": settings.max_retries,
+        "timeout": settings.timeout,
         "http_client": _http_client(),
     }
     key = settings.azure_openai_api_key.get_secret_value()

@@ -28,9 +28,13 @@ from azure.core.exceptions import (
 from azure.search.documents.aio import SearchClient
 from azure.search.documents.models import VectorizedQuery
 
+from crag.embed.llm import LlmEmbedder
+from crag.llm.client import LlmClient
 from crag.models import Chunk, GradedChunk
-from crag.protocols import Embedder
+from crag.protocols import Embedder, SearchBuild
 from crag.search.azure_config import AzureSearchConfig
+from crag.search.local_index import LocalIndex
+from crag.settings import CragSettings
 
 log = logging.getLogger(__name__)
 # The SDK's HTTP logging policy logs every request and response at INFO: keep the bot's log readable
@@ -284,3 +288,25 @@ def _as_float(value: Any) -> float:
         return float(value)
     except (TypeError, ValueError):
         return 0.0
+
+
+# -- as a search provider (registered in crag/search/__init__.py) ---------------------------------
+USES_LOCAL_INDEX = False
+
+
+def configured(settings: CragSettings) -> bool:
+    return settings.azure_search.configured
+
+
+def build(settings: CragSettings, index: LocalIndex | None, llm: LlmClient | None) -> SearchBuild:
+    """The retriever over the AZURE_SEARCH_* index; the query is embedded by the LLM's embedding model
+    in vector and hybrid modes."""
+    config = settings.azure_search.config()
+    embedder = LlmEmbedder(llm) if llm is not None and llm.embedding_model else None
+    if config.mode != "keyword" and embedder is None:
+        raise ValueError(
+            f"AZURE_SEARCH_MODE={config.mode} needs an embedding model "
+            "(AZURE_OPENAI_EMBEDDING_DEPLOYMENT or OPENAI_EMBEDDING_MODEL)"
+        )
+    retriever = AzureSearchRetriever(config, embedder)
+    return SearchBuild(retriever, (retriever.close,))

@@ -13,6 +13,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator, model_validator
 
+from crag.env import EnvSettings
+
 SearchMode = Literal["keyword", "vector", "hybrid"]
 
 # Azure field names: a letter first, then letters, digits or underscores, at most 128 characters.
@@ -120,3 +122,54 @@ class AzureSearchConfig(BaseModel):
             self.ordinal_field,
         ]
         return [n for n in dict.fromkeys(names) if n]
+
+
+class AzureSearchSettings(EnvSettings):
+    """The AZURE_SEARCH_* settings; `config()` validates them into an AzureSearchConfig."""
+
+    endpoint: str = Field(default="", alias="AZURE_SEARCH_ENDPOINT")
+    index: str = Field(default="", alias="AZURE_SEARCH_INDEX")
+    api_key: SecretStr = Field(default=SecretStr(""), alias="AZURE_SEARCH_API_KEY")
+    mode: SearchMode = Field(default="keyword", alias="AZURE_SEARCH_MODE")
+    semantic: bool = Field(default=False, alias="AZURE_SEARCH_SEMANTIC")
+    semantic_config: str = Field(default="crag-semantic", alias="AZURE_SEARCH_SEMANTIC_CONFIG")
+    filter: str = Field(default="", alias="AZURE_SEARCH_FILTER")
+    analyzer: str = Field(default="ja.microsoft", alias="AZURE_SEARCH_ANALYZER")
+    vector_dimensions: int = Field(default=1536, ge=0, le=4096, alias="AZURE_SEARCH_VECTOR_DIMENSIONS")
+    timeout: float = Field(default=10.0, gt=0, le=300, alias="AZURE_SEARCH_TIMEOUT")
+    # Field names of an existing index (defaults: the index `python -m crag.ingest --target azure` creates).
+    field_id: str = Field(default="id", alias="AZURE_SEARCH_FIELD_ID")
+    field_content: str = Field(default="content", alias="AZURE_SEARCH_FIELD_CONTENT")
+    field_title: str = Field(default="title", alias="AZURE_SEARCH_FIELD_TITLE")
+    field_file: str = Field(default="file", alias="AZURE_SEARCH_FIELD_FILE")
+    field_url: str = Field(default="url", alias="AZURE_SEARCH_FIELD_URL")
+    field_headers: str = Field(default="headers", alias="AZURE_SEARCH_FIELD_HEADERS")
+    field_vector: str = Field(default="content_vector", alias="AZURE_SEARCH_FIELD_VECTOR")
+
+    @property
+    def configured(self) -> bool:
+        return bool(self.endpoint)
+
+    def config(self) -> AzureSearchConfig:
+        """The validated provider config; ValueError names what is missing or wrong."""
+        if not self.endpoint or not self.api_key.get_secret_value():
+            raise ValueError("Azure AI Search needs AZURE_SEARCH_ENDPOINT and AZURE_SEARCH_API_KEY")
+        return AzureSearchConfig(
+            endpoint=self.endpoint,
+            index_name=self.index or DEFAULT_INDEX_NAME,
+            api_key=self.api_key,
+            mode=self.mode,
+            semantic=self.semantic,
+            semantic_configuration=self.semantic_config,
+            filter=self.filter or None,
+            analyzer=self.analyzer,
+            id_field=self.field_id,
+            content_field=self.field_content,
+            title_field=self.field_title,
+            file_field=self.field_file,
+            url_field=self.field_url,
+            headers_field=self.field_headers,
+            vector_field=self.field_vector,
+            vector_dimensions=self.vector_dimensions,
+            timeout_s=self.timeout,
+        )

@@ -4,9 +4,13 @@ from __future__ import annotations
 
 import logging
 
+from crag.embed.choice import attach_embeddings
+from crag.llm.client import LlmClient
 from crag.models import Chunk, GradedChunk
+from crag.protocols import SearchBuild
 from crag.search.hybrid import DEFAULT_WEIGHTS, FusionWeights, dense_weight, fuse
 from crag.search.local_index import LocalIndex, SearchHit
+from crag.settings import CragSettings
 from crag.text.lang import detect_language
 from crag.text.overlap import KIND_WEIGHT, general_weight
 
@@ -76,3 +80,18 @@ class LocalRetriever:
                 weights.get(w.term, 0.0), KIND_WEIGHT.get(w.kind, 1.0) * general_weight(w.zipf)
             )
         return self._index.search_terms([w.term for w in words], k, weights)
+
+
+# -- as a search provider (registered in crag/search/__init__.py) ---------------------------------
+USES_LOCAL_INDEX = True  # the app opens (or builds) it from CRAG_DOCS_DIR before building the engine
+
+
+def configured(settings: CragSettings) -> bool:
+    return True  # the embedded default: a folder of documents needs no settings
+
+
+def build(settings: CragSettings, index: LocalIndex | None, llm: LlmClient | None) -> SearchBuild:
+    if index is None:
+        raise ValueError("no document index: configure Azure AI Search or a local documents folder")
+    attach_embeddings(settings, index, llm)
+    return SearchBuild(LocalRetriever(index))

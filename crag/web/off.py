@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from crag.models import WebOutcome, WebStatus
+from crag.settings import CragSettings
 
 
 class WebSearchOff:
@@ -10,3 +11,11 @@ class WebSearchOff:
 
     async def search(self, query: str, num: int) -> WebOutcome:
         return WebOutcome(status=WebStatus.OFF, message="Web search is not configured.")
+
+
+def configured(settings: CragSettings) -> bool:
+    return True
+
+
+def build(settings: CragSettings) -> WebSearchOff:
+    return WebSearchOff()

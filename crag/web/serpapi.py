@@ -20,6 +20,7 @@ from serpapi import GoogleSearch
 
 from crag.models import WebOutcome, WebResult, WebStatus
 from crag.safe_links import safe_url
+from crag.settings import CragSettings
 from crag.text.lang import detect_language
 
 log = logging.getLogger(__name__)
@@ -127,3 +128,13 @@ def parse_results(data: dict[str, Any], num: int) -> list[WebResult]:
 
 def _failed(message: str) -> WebOutcome:
     return WebOutcome(status=WebStatus.FAILED, message=message)
+
+
+# -- as a web search provider (registered in crag/web/__init__.py) --------------------------------
+def configured(settings: CragSettings) -> bool:
+    return settings.serpapi.configured
+
+
+def build(settings: CragSettings) -> SerpApiSearch:
+    serp = settings.serpapi
+    return SerpApiSearch(serp.api_key, serp.base_url, serp.timeout)
