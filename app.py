@@ -27,11 +27,11 @@ from bot.crag_bot import REPLIED, CragBot
 from bot.documents import DocumentRoute
 from bot.runtime import BotRuntime
 from bot.state_storage import SqliteStorage, make_storage
-from cards.strings import language_of, t
 from config import BotSettings
 from crag.handle import uses_local_index
 from support import redact
 from support.logsafe import esc
+from texts import language_of, t
 from webchat import setup_webchat
 from webchat.hosts import HostCheck, is_loopback_host, is_loopback_url
 from webchat.jsonbody import loads as load_json

@@ -12,9 +12,9 @@ from pydantic import BaseModel, ValidationError, field_validator
 
 from bot.runtime import BotRuntime
 from cards.answer_card import ASK_ACTION, FEEDBACK_ACTION
-from cards.strings import Lang, t
 from feedback.store import FeedbackOutcome
 from support.logsafe import esc
+from texts import Lang, t
 
 log = logging.getLogger(__name__)
 

@@ -21,9 +21,9 @@ from bot.card_actions import followup_question, handle_submit, is_card_submit
 from bot.invokes import on_invoke
 from bot.runtime import BotRuntime
 from cards.examples import example_questions
-from cards.strings import language_of, t
 from cards.welcome_card import welcome_card
 from support.logsafe import esc
+from texts import language_of, t
 from turn.answer import handle_message
 
 log = logging.getLogger(__name__)

@@ -17,8 +17,8 @@ from msrest.serialization import Model
 from bot.card_actions import rate
 from bot.runtime import BotRuntime
 from cards.answer_card import FEEDBACK_ACTION, error_card, thanks_card
-from cards.strings import Lang, language_of, t
 from support.logsafe import esc
+from texts import Lang, language_of, t
 
 log = logging.getLogger(__name__)
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from cards.strings import Lang, has_text, t
 from crag.models import Branch, CragResult, WebStatus
 from crag.safe_links import link_text, markdown_link, safe_markdown
+from texts import Lang, has_text, t
 
 CARD_VERSION = "1.5"
 MAX_CARD_BYTES = 28_000

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from cards.strings import Lang
 from crag.settings import REPO_ROOT
+from texts import Lang
 
 SAMPLE_DOCS = REPO_ROOT / "sample_docs"
 

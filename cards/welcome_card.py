@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from cards.answer_card import ASK_ACTION, CARD_VERSION
-from cards.strings import Lang, t
+from texts import Lang, t
 
 
 def welcome_card(name: str, lang: Lang, examples: list[str]) -> dict[str, Any]:

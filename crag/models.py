@@ -18,7 +18,7 @@ class Branch(StrEnum):
 
 
 class Stage(StrEnum):
-    """What a turn is doing, as clients show it while they wait (cards/strings.py: stage.<value>)."""
+    """What a turn is doing, as clients show it while they wait (texts/catalog.toml: stage.<value>)."""
 
     SEARCHING = "searching"
     GRADING = "grading"
@@ -28,7 +28,7 @@ class Stage(StrEnum):
 
 
 class Notice(StrEnum):
-    """Something went less well than configured; the card says so (cards/strings.py: notice.<value>)."""
+    """Something went less well than configured; the card says so (texts/catalog.toml: notice.<value>)."""
 
     LLM_FALLBACK = "llm_fallback"  # the language model failed: a local provider stood in
     SEARCH_FAILED = "search_failed"  # the document index could not be searched

@@ -14,9 +14,9 @@ from botbuilder.core import CardFactory
 from botbuilder.schema import Activity, ActivityTypes, Entity
 
 from cards.answer_card import answer_card
-from cards.strings import Lang
 from crag.models import CITATION_MARKER, CragResult
 from crag.safe_links import safe_markdown, safe_url
+from texts import Lang
 
 MAX_CITATIONS = 20
 

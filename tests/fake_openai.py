@@ -20,7 +20,7 @@ from aiohttp import web
 from crag.eval.judges import JUDGE
 from crag.eval.loopback import serve_on_loopback
 from crag.llm import prompts
-from crag.messages import REFUSAL
+from texts import REFUSAL
 
 
 def _grams(text: str) -> set[str]:

@@ -9,9 +9,9 @@ import pytest
 
 from crag.engine import CragEngine, EngineConfig, decide
 from crag.factory import build_engine, open_local_index
-from crag.messages import REFUSAL
 from crag.models import Branch, Chunk, GradedChunk, WebResult, WebStatus
 from crag.settings import CragSettings
+from texts import REFUSAL
 
 DOCS = {
     "wifi.md": """# Office Wi-Fi guide

@@ -13,12 +13,12 @@ from cards.answer_card import answer_card
 from crag.engine import CragEngine
 from crag.factory import build_engine, open_local_index
 from crag.grade.llm import parse_score, parse_scores
-from crag.messages import REFUSAL
 from crag.models import Branch, Turn
 from crag.settings import CragSettings
 from tests.conftest import SAMPLE_DOCS
 from tests.fake_openai import FakeOpenAI
 from tests.fakes import card_text
+from texts import REFUSAL
 
 
 @pytest.fixture

@@ -261,7 +261,7 @@ async def test_chat_page_bundle_and_missing_bundle(tmp_path: Path) -> None:
         assert '<script src="/chat/webchat.js"></script>' in page
         config = json.loads(page.split('id="chat-config">')[1].split("</script>")[0])
         assert config["tokenUrl"] == "/api/directline/token"
-        assert "質問" in config["hint"]["ja"] and "Ask" in config["hint"]["en"]
+        assert "質問" in config["texts"]["hint"]["ja"] and "Ask" in config["texts"]["hint"]["en"]
         assert "有給休暇の繰越しは最大何日までできますか？" in config["examples"]
         assert "script-src 'self'" in response.headers["Content-Security-Policy"]
         js = await h.client.get("/chat/webchat.js")

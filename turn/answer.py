@@ -15,7 +15,6 @@ from typing import Any, Protocol
 from botbuilder.core import MessageFactory, StatePropertyAccessor, TurnContext
 from botbuilder.schema import Activity, ActivityTypes
 
-from cards.strings import Lang, language_of, t
 from config import BotSettings
 from crag.handle import EngineHandle
 from crag.models import CragResult, Turn
@@ -23,6 +22,7 @@ from crag.text.lang import detect_language
 from feedback.store import FeedbackStore
 from replies.teams_message import answer_reply
 from support.logsafe import esc
+from texts import Lang, language_of, t
 from turn.commands import Command, classify, command_text
 from turn.streaming import TeamsStreamer, can_stream
 

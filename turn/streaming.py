@@ -16,8 +16,8 @@ from typing import Any, ClassVar
 from botbuilder.core import TurnContext
 from botbuilder.schema import Activity, ActivityTypes, Entity
 
-from cards.strings import Lang, t
 from crag.models import CITATION_MARKER
+from texts import Lang, t
 
 # A citation marker with the space before it: the stream shows the answer without them.
 _MARKER = re.compile(r"\s*" + CITATION_MARKER.pattern)

@@ -15,6 +15,8 @@ from typing import Any
 
 from aiohttp import web
 
+from texts import LANGS, t
+
 HERE = Path(__file__).resolve().parent
 STATIC = HERE / "static"
 DEFAULT_BUNDLE = HERE / "node_modules" / "botframework-webchat" / "dist" / "webchat.js"
@@ -54,7 +56,10 @@ class ChatPage:
             return web.Response(status=503, text=text, content_type="text/html", headers=_PAGE_HEADERS)
         # JSON inside <script type="application/json">: escape "<" so no text can close the tag.
         config = json.dumps(self.config, ensure_ascii=False).replace("<", "\\u003c")
-        text = _render("chat.html", bot_name=html.escape(self.bot_name), config=config)
+        subtitle = " · ".join(t("webchat.subtitle", lang) for lang in LANGS)
+        text = _render(
+            "chat.html", bot_name=html.escape(self.bot_name), subtitle=html.escape(subtitle), config=config
+        )
         headers = {**_PAGE_HEADERS, "Content-Security-Policy": self.csp}
         return web.Response(text=text, content_type="text/html", headers=headers)
 

@@ -16,6 +16,7 @@ from aiohttp import web
 
 from cards.examples import example_questions
 from config import BotSettings
+from texts import LANGS, t
 from webchat.accesslog import quiet_access_log
 from webchat.bridge import BotBridge, TurnLogic, TurnProcessor
 from webchat.connector_api import PREFIX as CONNECTOR_PREFIX
@@ -37,12 +38,6 @@ LOCAL_DIRECTLINE = web.AppKey("webchat_local_directline", LocalDirectLine)
 TOKEN_EXCHANGE = web.AppKey("webchat_token_exchange", DirectLineTokenClient)
 SWEEPER: web.AppKey[asyncio.Task[None]] = web.AppKey("webchat_sweeper")
 
-HINT = {
-    "ja": "社内の規程・手続き・制度について日本語か英語で質問してください。"
-    "回答カードの 👍 / 👎 で評価できます。",
-    "en": "Ask about company policies, procedures and benefits, in Japanese or English. "
-    "Rate each answer card with 👍 / 👎.",
-}
 # Shown only on the bundled sample documents, which they are about.
 
 
@@ -100,7 +95,11 @@ def _page_config(settings: BotSettings) -> dict[str, Any]:
         if (questions := example_questions(lang, settings.docs_dir, settings.welcome_examples))
     ]
     examples = list(dict.fromkeys(firsts))
-    return {"tokenUrl": TOKEN_PATH, "hint": HINT, "examples": examples}
+    # The page's own texts, in both languages: the script picks the browser's.
+    texts = {
+        key: {lang: t(f"webchat.{key}", lang) for lang in LANGS} for key in ("hint", "start_failed", "me")
+    }
+    return {"tokenUrl": TOKEN_PATH, "texts": texts, "examples": examples}
 
 
 def _origin(url: str) -> str:

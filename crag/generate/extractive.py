@@ -14,7 +14,6 @@ from dataclasses import dataclass
 from typing import Literal
 
 from crag.grade.semantic import VectorSource, centred
-from crag.messages import REFUSAL
 from crag.models import Citation, GeneratedAnswer, GradedChunk, WebResult
 from crag.protocols import TextSink
 from crag.text.fact_kind import asked_kinds, kind_signal
@@ -23,6 +22,7 @@ from crag.text.parts import question_parts
 from crag.text.question import asks_for_number, has_number
 from crag.text.sentences import split_sentences
 from crag.text.stats import TermStats
+from texts import REFUSAL
 
 # A clause ends at a comma, semicolon or colon (Japanese or Latin), which stays with it.
 _CLAUSE = re.compile(r"(?<=[,;:、，；：])")

@@ -17,10 +17,10 @@ from typing import Literal
 from crag import trace
 from crag.llm import prompts
 from crag.llm.client import LlmClient, LlmUnavailable
-from crag.messages import REFUSAL
 from crag.models import CITATION_MARKER, Citation, GeneratedAnswer, GradedChunk, Notice, WebResult
 from crag.protocols import AnswerGenerator, TextSink
 from crag.safe_links import safe_markdown
+from texts import REFUSAL
 
 log = logging.getLogger(__name__)
 

@@ -8,8 +8,10 @@
   var statusEl = document.getElementById('status');
   var lang = (navigator.language || 'en').toLowerCase().indexOf('ja') === 0 ? 'ja' : 'en';
 
-  document.getElementById('hint-ja').textContent = config.hint.ja;
-  document.getElementById('hint-en').textContent = config.hint.en;
+  // Every text of the page comes from the bot's catalog (texts/catalog.toml), in both languages.
+  var texts = config.texts;
+  document.getElementById('hint-ja').textContent = texts.hint.ja;
+  document.getElementById('hint-en').textContent = texts.hint.en;
 
   function showStatus(text, isError) {
     statusEl.textContent = text;
@@ -23,7 +25,7 @@
     primaryFont: "'Segoe UI', 'Hiragino Sans', 'Noto Sans JP', 'Yu Gothic UI', Meiryo, sans-serif",
     botAvatarInitials: 'AI',
     botAvatarBackgroundColor: '#2f5bea',
-    userAvatarInitials: lang === 'ja' ? '私' : 'Me',
+    userAvatarInitials: texts.me[lang],
     userAvatarBackgroundColor: '#5b6475',
     bubbleBackground: '#f1f3f9',
     bubbleBorderColor: '#e3e6ee',
@@ -93,6 +95,6 @@
   }
 
   start().catch(function (error) {
-    showStatus((lang === 'ja' ? 'チャットを開始できませんでした: ' : 'Could not start the chat: ') + error.message, true);
+    showStatus(texts.start_failed[lang] + error.message, true);
   });
 })();
