@@ -213,7 +213,7 @@ class _Turn:
                 s = await self.step("research", self.research, s)
                 s = await self.step("grade", self.grade, s)
                 s = self.route(s)
-            if s.branch is not Branch.CORRECT:
+            if self.e.policy.needs_web(s.branch):
                 await self.stage(Stage.WEB)
                 s = await self.step("web", self.search_web, s)
             await self.stage(Stage.WRITING)

@@ -34,6 +34,10 @@ class RoutingPolicy(BaseModel):
         ranked = sorted(graded, key=lambda g: -g.score)
         return branch, [g.model_copy(update={"kept": True}) for g in ranked if g.score >= floor]
 
+    def needs_web(self, branch: Branch) -> bool:
+        """Whether the answer on this branch is written with web results (every branch but correct)."""
+        return branch is not Branch.CORRECT
+
     def covers(self, best: float) -> bool:
         """Does a passage graded `best` answer this (part of the) question?"""
         return best >= self.upper
