@@ -83,6 +83,7 @@ class TurnState:
     history: tuple[Turn, ...]
     language: Literal["ja", "en"]
     parts: tuple[str, ...]  # the question's parts; one when it asks for one thing
+    standalone: str = ""  # the question as read with the turn it leans on (itself when self-contained)
     queries: tuple[str, ...] = ()  # every document search made
     searched: tuple[GradedChunk, ...] = ()  # the last search's new passages, not graded yet
     graded: tuple[GradedChunk, ...] = ()
@@ -189,9 +190,17 @@ class _Turn:
 
     async def run(self, question: str, history: Sequence[Turn]) -> CragResult:
         started = time.perf_counter()
-        parts = tuple(question_parts(question))
+        # A follow-up ("what about the plants?") is graded and answered as read with the question
+        # it leans on; a self-contained question as it is.
+        standalone = self.e.rewriter.standalone(question, history)
+        parts = tuple(question_parts(question)) if standalone == question else (standalone,)
         s = TurnState(
-            question, tuple(history), detect_language(question), parts, part_best=(0.0,) * len(parts)
+            question,
+            tuple(history),
+            detect_language(question),
+            parts,
+            standalone=standalone,
+            part_best=(0.0,) * len(parts),
         )
         try:
             await self.stage(Stage.SEARCHING)
@@ -231,15 +240,15 @@ class _Turn:
         return replace(s, queries=(await self.e.rewriter.rewrite(s.question, s.history),))
 
     async def retrieve(self, s: TurnState) -> TurnState:
-        found = await self.search(s.queries[-1], s.question)
-        self.refine_early(s.question, found)
+        found = await self.search(s.queries[-1], s.standalone)
+        self.refine_early(s.standalone, found)
         return replace(s, searched=tuple(found))
 
     async def grade(self, s: TurnState) -> TurnState:
         """Grade the new passages against the question, and against each of its parts when it has
         several (which parts some passage answers decides the branch and what to search next)."""
         new = list(s.searched)
-        scores = await self.scores(s.question, new)
+        scores = await self.scores(s.standalone, new)
         graded = [*s.graded, *(g.model_copy(update={"score": x}) for g, x in zip(new, scores, strict=True))]
         part_best, missing = s.part_best, s.missing
         if len(s.parts) > 1:
@@ -267,8 +276,8 @@ class _Turn:
         return self.e.config.research_ambiguous and s.branch is Branch.AMBIGUOUS and s.rounds == 0
 
     async def research(self, s: TurnState) -> TurnState:
-        targets = list(s.missing) or [s.question]
-        queries = await self.e.rewriter.rewrite_missing(s.question, s.history, targets, s.queries)
+        targets = list(s.missing) or [s.standalone]
+        queries = await self.e.rewriter.rewrite_missing(s.standalone, s.history, targets, s.queries)
         queries = [q for q in queries if q not in s.queries][: len(targets)]
         if not queries:
             return replace(s, exhausted=True)
@@ -284,7 +293,7 @@ class _Turn:
             if hit.chunk.id not in seen:
                 seen.add(hit.chunk.id)
                 new.append(hit)
-        self.refine_early(s.question, new)
+        self.refine_early(s.standalone, new)
         return replace(s, queries=(*s.queries, *queries), searched=tuple(new), rounds=s.rounds + 1)
 
     async def search_web(self, s: TurnState) -> TurnState:
@@ -303,12 +312,12 @@ class _Turn:
             for g in s.kept
             if g.chunk.id in self.refined
         )
-        _, web_knowledge = await self.e.refiner.refine(s.question, [], s.web.results)
+        _, web_knowledge = await self.e.refiner.refine(s.standalone, [], s.web.results)
         return replace(s, knowledge=knowledge, web_knowledge=tuple(web_knowledge))
 
     async def generate(self, s: TurnState) -> TurnState:
         answer = await self.e.generator.generate(
-            s.question, s.language, list(s.knowledge), list(s.web_knowledge), self.on_text
+            s.standalone, s.language, list(s.knowledge), list(s.web_knowledge), self.on_text
         )
         return replace(s, answer=answer)
 

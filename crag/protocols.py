@@ -27,6 +27,11 @@ class QueryRewriter(Protocol):
         """A query for a web search engine."""
         ...
 
+    def standalone(self, question: str, history: Sequence[Turn]) -> str:
+        """The question as it reads on its own: with the earlier question it leans on ("what about
+        the plants?"), or unchanged when it stands alone. Grading and the answer read this."""
+        ...
+
     async def rewrite_missing(
         self, question: str, history: Sequence[Turn], missing: Sequence[str], used: Sequence[str]
     ) -> list[str]:

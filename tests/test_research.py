@@ -111,6 +111,9 @@ class _InventiveRewriter:
     async def rewrite_for_web(self, question: str, history: Sequence[Turn]) -> str:
         return question
 
+    def standalone(self, question: str, history: Sequence[Turn]) -> str:
+        return str(self.inner.standalone(question, history))
+
     async def rewrite_missing(
         self, question: str, history: Sequence[Turn], missing: Sequence[str], used: Sequence[str]
     ) -> list[str]:

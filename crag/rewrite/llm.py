@@ -27,6 +27,11 @@ class LlmRewriter:
     async def rewrite_for_web(self, question: str, history: Sequence[Turn]) -> str:
         return await self._ask(prompts.WEB_REWRITE, question, history, self._fallback.rewrite_for_web)
 
+    def standalone(self, question: str, history: Sequence[Turn]) -> str:
+        # The local reading: the model rewrites the search itself with the whole history, and
+        # grading and the answer need no second call to know what a follow-up asks.
+        return self._fallback.standalone(question, history)
+
     async def rewrite_missing(
         self, question: str, history: Sequence[Turn], missing: Sequence[str], used: Sequence[str]
     ) -> list[str]:

@@ -2,16 +2,11 @@
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 
 from crag.models import Turn
+from crag.text.followup import in_context, leans_on_previous
 from crag.text.tokenize import TermExtractor
-
-# Words that point back at the previous turn ("それの料金は？", "and what about it?").
-_ANAPHORA = re.compile(
-    r"(それ|その|そこ|あれ|あの|これ|この|同じ|\b(it|its|that|those|they|them|this)\b)", re.I
-)
 
 
 class LocalKeywordRewriter:
@@ -22,11 +17,15 @@ class LocalKeywordRewriter:
 
     async def rewrite(self, question: str, history: Sequence[Turn]) -> str:
         keywords = self._extractor.keywords(question)
-        # A follow-up that leans on the previous question borrows that question's keywords.
-        if history and (len(keywords) < 2 or _ANAPHORA.search(question)):
-            previous = self._extractor.keywords(history[-1].question)
+        # A follow-up that leans on the previous question borrows that question's keywords; a
+        # self-contained one does not (they would find the previous answer again).
+        if leans_on_previous(question, history, len(keywords)):
+            previous = self._extractor.keywords(self.standalone(history[-1].question, history[:-1]))
             keywords = list(dict.fromkeys([*previous, *keywords]))
         return " ".join(keywords) if keywords else question.strip()
+
+    def standalone(self, question: str, history: Sequence[Turn]) -> str:
+        return in_context(question, history, len(self._extractor.keywords(question)))
 
     async def rewrite_for_web(self, question: str, history: Sequence[Turn]) -> str:
         return await self.rewrite(question, history)

@@ -1,0 +1,66 @@
+"""Does a question lean on the previous turn ("what about the plants?", 「じゃあ管理職だと？」), or
+stand on its own? Only a question that leans on it is read with the previous question: a
+self-contained next question searched with the previous keywords finds the previous answer again."""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections.abc import Sequence
+
+from crag.models import Turn
+
+# Opening words that carry the conversation on: "and …", "what about …", 「じゃあ…」「その場合…」.
+_OPENERS = re.compile(
+    r"^\s*(?:(?:ok(?:ay)?|got it|nice|thanks|great|i see|cool)\b[\s,.!]*)?"
+    r"(?:and\b|also\b|what about\b|how about\b|what if\b|then\b|same\b|"
+    r"じゃあ|じゃ、|では|それなら|それって|それで|あと|ちなみに|なら|で、|その場合|そのとき|その時|同じ)",
+    re.I,
+)
+# Words that point back at something the previous turn named.
+_POINTERS = re.compile(
+    r"(それ(?!ぞれ)|その(?!日|後|他|ほか|まま)|そこ|あれ|同じ|こっち|そっち|"
+    r"\b(?:[iI]ts?|[tT]hose|[tT]hem|the same|this one|that one)\b)",
+)
+# Referring phrases that hold in a question of any length: 「その場合」「そのとき」.
+_STRONG = re.compile(r"その場合|そのとき|その時|その際|それ以外|同じ条件|\bthat\s*[?？.!]*\s*$")
+# "it" as a dummy subject ("is it ok to …", "it is allowed to …") points at nothing.
+_DUMMY_IT = re.compile(
+    r"\b(?:is|was|would|will)\s+it\s+(?:ok|okay|possible|allowed|fine|true|necessary)\b|\bit\s+(?:is|'s)\s+\w+\s+to\b",
+    re.I,
+)
+# A short Japanese question ending in 「…だと？」「…の場合は？」 asks about a new case of the topic.
+_JA_CASE = re.compile(
+    r"(?:だと|なら|場合は|ときは|時は|のほうは|の方は|も同じ)[？?]?\s*$|だと[^、。]{0,6}[？?]\s*$"
+)
+_JA_TOPIC_ONLY = re.compile(r"は[？?]\s*$")
+
+
+def leans_on_previous(question: str, history: Sequence[Turn] = (), content_words: int | None = None) -> bool:
+    """True when the question needs the previous turn to be understood. content_words: how many
+    content words it has (a question of one or two rarely names its subject)."""
+    if not history:
+        return False
+    text = unicodedata.normalize("NFKC", question).strip()
+    if _OPENERS.search(text) or _STRONG.search(text):
+        return True
+    # A pointer in a long question usually points inside it ("… bin it right away?"); in a short
+    # one, at the previous turn.
+    short = content_words is not None and content_words <= 4
+    if short and _POINTERS.search(_DUMMY_IT.sub(" ", text)):
+        return True
+    if _JA_CASE.search(text) and len(text) <= 20:
+        return True
+    # 「3直のほうは？」: a bare topic and は？ (not 「ラオスの首都は？」, which names what it asks).
+    return bool(_JA_TOPIC_ONLY.search(text)) and content_words is not None and content_words <= 1
+
+
+def in_context(question: str, history: Sequence[Turn], content_words: int | None = None) -> str:
+    """The question as read with the turns it leans on (the previous questions first), or as it is."""
+    if not leans_on_previous(question, history, content_words):
+        return question
+    # The previous question may itself have been a follow-up: read it in its own context too (one step).
+    previous = history[-1].question
+    if len(history) > 1 and leans_on_previous(previous, history[:-1]):
+        previous = f"{history[-2].question} {previous}"
+    return f"{previous} {question}"
