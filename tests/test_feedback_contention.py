@@ -20,7 +20,8 @@ from feedback.store import FeedbackOutcome, FeedbackStore
 ACKNOWLEDGED = {FeedbackOutcome.STORED, FeedbackOutcome.UPDATED, FeedbackOutcome.PENDING}
 
 # A second OS process: exclusive lock for 10-60 ms, released for 5-30 ms, until the stop file appears;
-# every tenth hold lasts 2 s, beyond the store's busy timeout and retries, so the fallback file is used too.
+# the third hold and every tenth after it last 2 s, beyond the store's busy timeout and retries, so the
+# fallback file is used too (early: on a loaded machine the writes may be done within a few holds).
 LOCKER = textwrap.dedent(
     """
     import random, sqlite3, sys, time
@@ -35,7 +36,7 @@ LOCKER = textwrap.dedent(
         conn.execute("BEGIN EXCLUSIVE")
         conn.execute("INSERT INTO locker_noise VALUES (?)", (locks,))
         locks += 1
-        time.sleep(2.0 if locks % 10 == 0 else rnd.uniform(0.01, 0.06))
+        time.sleep(2.0 if locks % 10 == 3 else rnd.uniform(0.01, 0.06))
         conn.execute("COMMIT")
         time.sleep(rnd.uniform(0.005, 0.03))
     print(locks, flush=True)
@@ -111,7 +112,7 @@ async def test_acknowledged_ratings_are_stored_under_lock_contention(
         f" answers_lost={len(set(given.values()) - answers)}"
         f" ratings={counts} refused_as_unknown={len(refused)} lost={len(lost)}/{len(acknowledged)}"
     )
-    assert locks >= 10, "the locker process hardly ran: no contention was tested"
+    assert locks >= 4, "the locker process hardly ran: no long hold during the writes"
     assert set(given.values()) <= answers, "answers whose recording returned are missing"
     assert not refused, f"{len(refused)} ratings of recorded answers were refused as unknown"
     assert not lost, f"{len(lost)} of {len(acknowledged)} acknowledged ratings are not stored"
