@@ -11,6 +11,7 @@ import re
 import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass
+from itertools import pairwise
 from typing import Literal
 
 from crag.grade.semantic import VectorSource, centred
@@ -20,7 +21,7 @@ from crag.text.fact_kind import asked_kinds, kind_signal
 from crag.text.overlap import WeightedQuery, weighted_query
 from crag.text.parts import question_parts
 from crag.text.question import asks_for_number, has_number
-from crag.text.sentences import split_sentences
+from crag.text.sentences import LIST_ITEM, split_sentences
 from crag.text.stats import TermStats
 from texts import REFUSAL
 
@@ -30,6 +31,11 @@ _CLAUSE = re.compile(r"(?<=[,;:、，；：])")
 MIN_EXCERPT = 60
 # What a quoted passage adds besides its text: " [n]" and the space joining it to the next.
 _MARKER_COST = 5
+# A sentence that announces a list: 「次のいずれか」「以下のとおり」, "the following", a closing colon.
+_INTRODUCES_LIST = re.compile(
+    r"次の|以下の|下記の|以下のとおり|次のとおり|following|as follows|[:：]\s*$", re.I
+)
+_MAX_ITEMS = 6
 # Search engines cut snippets at about 300-320 characters.
 WHOLE_SNIPPET_MAX = 320
 # A sentence's score is SENTENCE_WEIGHTS . its features (_features): the share of the question's
@@ -49,6 +55,8 @@ class _Candidate:
     score: float
     whole: bool = False  # a whole web snippet rather than one sentence
     features: list[float] | None = None  # what the score weighs (None: shares nothing with the question)
+    item: bool = False  # a list item (its marker removed from text)
+    listed: bool = False  # quoted as an item of the list the previous sentence introduces
 
 
 @dataclass
@@ -100,25 +108,38 @@ class ExtractiveComposer:
                     chosen.append(cand)
         if not chosen:
             return GeneratedAnswer(text=REFUSAL[language], refused=True)
-        numbers: dict[int, int] = {}
-        for cand in chosen:  # best sentence first: its source is [1]
-            numbers.setdefault(cand.source, len(numbers) + 1)
-        # Reading order: by citation number, then by position inside the source.
-        ordered = sorted(chosen, key=lambda c: (numbers[c.source], c.order))
-        pieces: list[str] = []
-        named: set[str] = set()
-        for src in sorted(numbers, key=numbers.__getitem__):
-            texts = [c.text for c in ordered if c.source == src]
-            subject = _subject(sources[src].citation, texts, named) if lead_in else ""
-            pieces.extend(
-                f"{subject if i == 0 else ''}{text} [{numbers[src]}]" for i, text in enumerate(texts)
-            )
-        citations = [
-            sources[src].citation.model_copy(update={"number": n})
-            for src, n in sorted(numbers.items(), key=lambda kv: kv[1])
-        ]
         joiner = "" if language == "ja" else " "
-        return GeneratedAnswer(text=joiner.join(pieces), citations=citations)
+        # One number per cited file (or web page): two passages of one file are one source to the
+        # reader. Best sentence first: its file is [1].
+        numbers: dict[int, int] = {}
+        by_key: dict[str, int] = {}
+        for cand in chosen:
+            key = _source_key(sources[cand.source].citation)
+            numbers[cand.source] = by_key.setdefault(key, len(by_key) + 1)
+        # Reading order: by citation number, then by passage and position inside it.
+        ordered = sorted(chosen, key=lambda c: (numbers[c.source], c.source, c.order))
+        pieces: list[tuple[str, bool]] = []  # each source's text, and whether it ends in a list
+        named: set[str] = set()
+        for n in range(1, len(by_key) + 1):
+            group = [c for c in ordered if numbers[c.source] == n]
+            texts = [c.text for c in group]
+            subject = _subject(sources[group[0].source].citation, texts, named) if lead_in else ""
+            # The marker once, after the last sentence of the source: "A. B. [1]", not "A. [1]B. [1]".
+            # List items after the first sentence are shown as a list, on lines of their own.
+            body = texts[0]
+            for before, cand in pairwise(group):
+                # A list's items on lines of their own, and what follows a list on a new line.
+                glue = "\n- " if cand.listed else ("\n" if before.listed else joiner)
+                body += glue + cand.text
+            pieces.append((f"{subject}{body} [{n}]", group[-1].listed))
+        firsts = {
+            n: next(c.source for c in ordered if numbers[c.source] == n) for n in range(1, len(by_key) + 1)
+        }
+        citations = [sources[src].citation.model_copy(update={"number": n}) for n, src in firsts.items()]
+        text = pieces[0][0]
+        for (piece, _), (_, list_before) in zip(pieces[1:], pieces, strict=False):
+            text += ("\n" if list_before else joiner) + piece  # after a list, a line of its own
+        return GeneratedAnswer(text=text, citations=citations)
 
     async def _meaning(self, question: str, chunks: Sequence[GradedChunk]) -> dict[str, dict[str, float]]:
         """Per chunk id, each sentence's centred cosine to the question (empty without vectors)."""
@@ -200,7 +221,10 @@ class ExtractiveComposer:
             x = self._features(query, sentence, context, order, weight, kinds, meaning)
             # A sentence sharing nothing with the question is kept only as a possible follower.
             score = max(0.0, sum(w * v for w, v in zip(self._weights, x, strict=True))) if x else 0.0
-            out.append(_Candidate(sentence, source, order, score, features=x))
+            # A quoted list item loses its marker: "- " or "1. " leading an answer renders as a list.
+            marker = LIST_ITEM.match(sentence)
+            text = sentence[marker.end() :].strip() if marker else sentence
+            out.append(_Candidate(text or sentence, source, order, score, features=x, item=bool(marker)))
         return out
 
     def _features(
@@ -266,6 +290,21 @@ class ExtractiveComposer:
         budget -= len(best.text)
         titled.add(best.source)
         following = [c for c in candidates if c.source == best.source and c.order == best.order + 1]
+        if following and following[0].item and _INTRODUCES_LIST.search(best.text):
+            # "…次のいずれかに該当する場合に限り認められます。" says nothing without its list: keep
+            # the items that follow it, whole, as far as the budget goes.
+            items = [c for c in candidates if c.source == best.source and c.order > best.order]
+            items.sort(key=lambda c: c.order)
+            for i, cand in enumerate(items[:_MAX_ITEMS]):
+                if not cand.item or cand.order != best.order + 1 + i:
+                    break
+                if len(cand.text) + 3 > budget:
+                    break
+                cand.listed = True
+                chosen.append(cand)
+                budget -= len(cand.text) + 3  # "\n- "
+            if len(chosen) > 1:
+                return chosen
         runner_up = [c for c in ranked[1:] if c.score > 0 and c.score >= 0.5 * best.score]
         for cand in following[:1] + runner_up:
             if cand in chosen:
@@ -337,6 +376,10 @@ def _subject(citation: Citation, texts: list[str], named: set[str]) -> str:
     if key in unicodedata.normalize("NFKC", "".join(texts)).lower():
         return ""
     return f"【{title}】"
+
+
+def _source_key(citation: Citation) -> str:
+    return f"file:{citation.file}" if citation.kind == "document" else f"web:{citation.url or citation.title}"
 
 
 def _trim(text: str, max_chars: int) -> str:

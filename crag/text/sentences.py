@@ -19,7 +19,8 @@ _ABBREVIATIONS = re.compile(
     r"\b(?:e\.g|i\.e|etc|vs|Mr|Mrs|Ms|Dr|Prof|St|No|Inc|Ltd|Co|Corp|U\.S|approx|ca|cf|Jan|Feb|Mar|Apr|"
     r"Jun|Jul|Aug|Sep|Sept|Oct|Nov|Dec)\.$"
 )
-_LIST_ITEM = re.compile(r"^\s*(?:[-*+•・]|\d+[.)]|[（(]?\d+[)）])\s*")
+# A list item's marker: "- ", "1. ", "(1)", "・".
+LIST_ITEM = _LIST_ITEM = re.compile(r"^\s*(?:[-*+•・]|\d+[.)]|[（(]?\d+[)）])\s*")
 _TABLE_RULE = re.compile(r"^\s*\|?\s*:?-{2,}:?\s*(\|\s*:?-{2,}:?\s*)*\|?\s*$")
 
 
@@ -49,9 +50,12 @@ def split_sentences(text: str) -> list[str]:
         header = None
         if not line:
             flush()
-        elif _LIST_ITEM.match(line) and not re.match(r"^\d+\.\d", line):
+        elif (item := _LIST_ITEM.match(line)) and not re.match(r"^\d+\.\d", line):
             flush()
-            out.extend(_split_prose(line))
+            # The marker stays with the item's first sentence ("1. 22:00以降…" is not "1." and "22:00…").
+            pieces = _split_prose(line[item.end() :]) or [""]
+            out.append(f"{item.group(0).strip()} {pieces[0]}".strip())
+            out.extend(pieces[1:])
         else:
             prose.append(line)
     flush()
