@@ -36,6 +36,8 @@ _INTRODUCES_LIST = re.compile(
     r"次の|以下の|下記の|以下のとおり|次のとおり|following|as follows|[:：]\s*$", re.I
 )
 _MAX_ITEMS = 6
+# The share of the question's information a second sentence must add to be quoted for it.
+MIN_GAIN = 0.2
 # Search engines cut snippets at about 300-320 characters.
 WHOLE_SNIPPET_MAX = 320
 # A sentence's score is SENTENCE_WEIGHTS . its features (_features): the share of the question's
@@ -57,6 +59,7 @@ class _Candidate:
     features: list[float] | None = None  # what the score weighs (None: shares nothing with the question)
     item: bool = False  # a list item (its marker removed from text)
     listed: bool = False  # quoted as an item of the list the previous sentence introduces
+    terms: frozenset[str] = frozenset()  # the sentence's terms, with its source's title and headers
 
 
 @dataclass
@@ -129,7 +132,7 @@ class ExtractiveComposer:
             body = texts[0]
             for before, cand in pairwise(group):
                 # A list's items on lines of their own, and what follows a list on a new line.
-                glue = "\n- " if cand.listed else ("\n" if before.listed else joiner)
+                glue = "\n- " if cand.listed else ("\n" if before.listed else _glue(body, joiner))
                 body += glue + cand.text
             pieces.append((f"{subject}{body} [{n}]", group[-1].listed))
         firsts = {
@@ -138,7 +141,7 @@ class ExtractiveComposer:
         citations = [sources[src].citation.model_copy(update={"number": n}) for n, src in firsts.items()]
         text = pieces[0][0]
         for (piece, _), (_, list_before) in zip(pieces[1:], pieces, strict=False):
-            text += ("\n" if list_before else joiner) + piece  # after a list, a line of its own
+            text += ("\n" if list_before else _glue(text, joiner)) + piece  # after a list, a line of its own
         return GeneratedAnswer(text=text, citations=citations)
 
     async def _meaning(self, question: str, chunks: Sequence[GradedChunk]) -> dict[str, dict[str, float]]:
@@ -224,7 +227,10 @@ class ExtractiveComposer:
             # A quoted list item loses its marker: "- " or "1. " leading an answer renders as a list.
             marker = LIST_ITEM.match(sentence)
             text = sentence[marker.end() :].strip() if marker else sentence
-            out.append(_Candidate(text or sentence, source, order, score, features=x, item=bool(marker)))
+            terms = frozenset(self._index.terms(sentence)) if x else frozenset()
+            out.append(
+                _Candidate(text or sentence, source, order, score, features=x, item=bool(marker), terms=terms)
+            )
         return out
 
     def _features(
@@ -306,7 +312,11 @@ class ExtractiveComposer:
             if len(chosen) > 1:
                 return chosen
         runner_up = [c for c in ranked[1:] if c.score > 0 and c.score >= 0.5 * best.score]
-        for cand in following[:1] + runner_up:
+        # A sentence holding question words the best one lacks comes first: 「内線と受付時間は？」
+        # is answered by 「内線2100」 and 「受付時間：平日9:00〜18:30」, not by two about the extension.
+        complement = self._complement(query, best, candidates)
+        picks = [*complement, *following[:1]]
+        for cand in picks + runner_up:
             if cand in chosen:
                 continue
             room = budget - overhead(cand)
@@ -319,9 +329,23 @@ class ExtractiveComposer:
             chosen.append(cand)
             budget = room - len(cand.text)
             titled.add(cand.source)
-            if len(chosen) == 3 or cand in runner_up:
+            if len(chosen) == 3 or cand not in picks:  # at most one runner-up
                 break
         return chosen
+
+    def _complement(
+        self, query: WeightedQuery, best: _Candidate, candidates: list[_Candidate]
+    ) -> list[_Candidate]:
+        """The sentence adding most of the question's information that the best one lacks, when it
+        adds at least MIN_GAIN of it (none otherwise)."""
+        have = query.coverage(best.terms)
+        gains = [
+            (query.coverage(best.terms | c.terms) - have, c.score, c)
+            for c in candidates
+            if c is not best and c.score > 0 and not c.whole
+        ]
+        gain, _, cand = max(gains, key=lambda g: (g[0], g[1]), default=(0.0, 0.0, best))
+        return [cand] if gain >= MIN_GAIN else []
 
     def _compress(self, query: WeightedQuery, text: str, limit: int) -> str:
         """A long sentence cut down to the run of clauses around the one holding most question
@@ -376,6 +400,12 @@ def _subject(citation: Citation, texts: list[str], named: set[str]) -> str:
     if key in unicodedata.normalize("NFKC", "".join(texts)).lower():
         return ""
     return f"【{title}】"
+
+
+def _glue(before: str, joiner: str) -> str:
+    """Japanese sentences join without a space, unless the first has no closing punctuation (a list
+    item, a "label: value" line), which would run into the next: 「…example貸与PC…」."""
+    return joiner if before.rstrip().endswith(("。", "！", "？", "」", "）", ".", "!", "?", "]")) else " "
 
 
 def _source_key(citation: Citation) -> str:

@@ -26,7 +26,9 @@ _QUESTION: tuple[tuple[str, re.Pattern[str]], ...] = (
     (
         "money",
         re.compile(
-            r"いくら|何円|金額|費用|料金|補助額|上限額|how much|\bcosts?\b|\bprices?\b|\bfees?\b|"
+            r"いくら|何円|金額|費用|料金|補助額|上限額|(?:代|費|料|手当)(?:の|は)?上限|"
+            r"\b(?:hotel|room|meal|spending|expense|taxi)\s+(?:cap|limit)\b|how much can i (?:spend|claim)|"
+            r"how much|\bcosts?\b|\bprices?\b|\bfees?\b|"
             r"reimburs\w* (?:up to|limit)|spending limit|budget|allowance (?:amount|is)",
             _I,
         ),
