@@ -60,3 +60,9 @@ def test_every_stage_notice_and_branch_has_its_text() -> None:
         assert t(f"notice.{notice.value}", "en")
     for branch in Branch:
         assert t(f"branch.{branch.value}", "en")
+
+
+def test_keys_ending_in_a_language_name_are_texts_too() -> None:
+    # [quoted_from.en] holds ja and en texts: the group must not be read as one text.
+    assert t("quoted_from.en", "ja") == "（英語の文書より）"
+    assert t("quoted_from.ja", "en").startswith("(from a Japanese document)")

@@ -21,7 +21,7 @@ def _flatten(table: dict[str, Any], prefix: str = "") -> dict[str, dict[Lang, st
         name = f"{prefix}.{key}" if prefix else key
         if not isinstance(value, dict):
             raise ValueError(f"{CATALOG.name}: {name} is not a table")
-        if set(value) == set(LANGS):
+        if set(value) == set(LANGS) and all(isinstance(value[lang], str) for lang in LANGS):
             out[name] = {lang: str(value[lang]).strip("\n") for lang in LANGS}
         else:
             out.update(_flatten(value, name))

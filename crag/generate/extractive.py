@@ -18,12 +18,13 @@ from crag.grade.semantic import VectorSource, centred
 from crag.models import Citation, GeneratedAnswer, GradedChunk, WebResult
 from crag.protocols import TextSink
 from crag.text.fact_kind import asked_kinds, kind_signal
+from crag.text.lang import detect_language
 from crag.text.overlap import WeightedQuery, weighted_query
 from crag.text.parts import question_parts
 from crag.text.question import asks_for_number, has_number
 from crag.text.sentences import LIST_ITEM, split_sentences
 from crag.text.stats import TermStats
-from texts import REFUSAL
+from texts import REFUSAL, t
 
 # A clause ends at a comma, semicolon or colon (Japanese or Latin), which stays with it.
 _CLAUSE = re.compile(r"(?<=[,;:、，；：])")
@@ -134,7 +135,11 @@ class ExtractiveComposer:
                 # A list's items on lines of their own, and what follows a list on a new line.
                 glue = "\n- " if cand.listed else ("\n" if before.listed else _glue(body, joiner))
                 body += glue + cand.text
-            pieces.append((f"{subject}{body} [{n}]", group[-1].listed))
+            # Quoted across languages, the answer says so: the reader may search the source in its own.
+            note = ""
+            if sources[group[0].source].citation.kind == "document" and detect_language(body) != language:
+                note = t(f"quoted_from.{detect_language(body)}", language)
+            pieces.append((f"{note}{subject}{body} [{n}]", group[-1].listed))
         firsts = {
             n: next(c.source for c in ordered if numbers[c.source] == n) for n in range(1, len(by_key) + 1)
         }
