@@ -220,6 +220,9 @@ def main() -> None:
     redact.install(redact.secret_values(settings))
     auth = "on" if settings.app_id else "off (Emulator / local)"
     log.info("starting on http://%s:%d/api/messages, auth %s", settings.bind_host, settings.port, auth)
+    # What to open: the Emulator's endpoint, the Web Chat page, the health check.
+    base = settings.base_url
+    log.info("open %s/chat (Web Chat) · Emulator: %s/api/messages · health: %s/api/health", base, base, base)
     log.info("documents: %s", Path(settings.docs_dir).resolve())
     try:
         app = create_app(settings)

@@ -25,6 +25,8 @@ class BotSettings(CragSettings):
     streaming: bool = Field(default=True, alias="CRAG_STREAMING")
     stream_interval: float = Field(default=1.5, ge=0, le=10, alias="CRAG_STREAM_INTERVAL")
     history_turns: int = Field(default=3, ge=0, le=20, alias="CRAG_HISTORY_TURNS")
+    # Every retrieved passage's raw grade in the card's sources (for administrators tuning thresholds).
+    card_scores: bool = Field(default=False, alias="CRAG_CARD_SCORES")
 
     # Conversation state: sqlite (default, survives restarts), memory, blob or cosmos (several instances).
     state_storage: Literal["sqlite", "memory", "blob", "cosmos"] = Field(

@@ -69,7 +69,10 @@ class CragBot(ActivityHandler):
             if any(m.id == bot_id for m in members_added):
                 await turn_context.send_activity(MessageFactory.text(t("intro", lang, name=name)))
             return
-        if any(m.id != bot_id for m in members_added):
+        # Teams announces a personal install with the bot alone in membersAdded (the user is not
+        # "added" to their own chat); other clients add the user. Either way, one welcome.
+        personal_install = kind == "personal" and any(m.id == bot_id for m in members_added)
+        if personal_install or any(m.id != bot_id for m in members_added):
             settings = self.runtime.settings
             examples = example_questions(lang, settings.docs_dir, settings.welcome_examples)
             card = CardFactory.adaptive_card(welcome_card(name, lang, examples))

@@ -1,11 +1,11 @@
-"""The answer card: answer, branch, cited files, web sources, passage scores and feedback buttons."""
+"""The answer card: what the answer came from, the answer, its sources (behind a toggle) and feedback."""
 
 from __future__ import annotations
 
 import json
 from typing import Any
 
-from crag.models import Branch, CragResult, WebStatus
+from crag.models import Branch, CragResult, GradedChunk, WebStatus
 from crag.safe_links import link_text, markdown_link, safe_markdown
 from texts import Lang, has_text, t
 
@@ -17,40 +17,28 @@ _MAX_SCORE_ROWS = 10
 
 
 def answer_card(
-    result: CragResult, lang: Lang | None = None, include_answer: bool = True, execute: bool = False
+    result: CragResult,
+    lang: Lang | None = None,
+    include_answer: bool = True,
+    execute: bool = False,
+    feedback_buttons: bool = True,
+    show_scores: bool = False,
 ) -> dict[str, Any]:
-    """The answer card. Without the answer text (Teams shows it as the message text, where the
-    citations and the AI label attach) the card keeps the branch, sources, scores and buttons.
-    With `execute` (Teams) the thumbs are Action.Execute, so the card can be refreshed in place,
-    with an Action.Submit fallback for clients that do not know Execute."""
+    """The answer card: what the answer came from (the badge), the answer, notices, and the sources
+    behind a "Show sources" toggle (only the passages the answer used, with a plain-language match
+    label; raw grades of every passage only with `show_scores`).
+
+    Without the answer text (Teams shows it as the message text, where the citations and the AI
+    label attach) the card keeps the rest. With `execute` (Teams) the thumbs are Action.Execute, so
+    the card can be refreshed in place, with an Action.Submit fallback; without `feedback_buttons`
+    (Teams' own feedback buttons are on the message) there are none."""
     lang = lang or result.language
     badge = badge_key(result)
     body: list[dict[str, Any]] = [
-        {
-            "type": "ColumnSet",
-            "columns": [
-                {
-                    "type": "Column",
-                    "width": "stretch",
-                    "items": [_text(t("answer_title", lang), weight="Bolder", size="Medium")],
-                },
-                {
-                    "type": "Column",
-                    "width": "auto",
-                    "items": [
-                        _text(
-                            t(badge, lang),
-                            color=_BADGE_COLOR[badge],
-                            weight="Bolder",
-                            id="branch",
-                        )
-                    ],
-                },
-            ],
-        },
+        _text(t(badge, lang), color=_BADGE_COLOR[badge], weight="Bolder", id="branch"),
     ]
     if include_answer:
-        body.append(_text(safe_markdown(result.answer), id="answer"))
+        body.append(_text(safe_markdown(result.answer), id="answer", spacing="Small"))
     for notice in _notices(result, lang):
         body.append(_text(notice, isSubtle=True, size="Small"))
     if result.followups:
@@ -69,62 +57,104 @@ def answer_card(
                 ],
             }
         )
-
-    docs = [c for c in result.citations if c.kind == "document"]
-    if docs:
-        body.append(_text(t("sources", lang), weight="Bolder", spacing="Medium"))
-        lines = [f"[{c.number}] {_link(c.title, c.url)} — {_code(c.file)}" for c in docs]
-        body.append(_text("\n\n".join(lines), id="cited_files"))
-    web = [c for c in result.citations if c.kind == "web"]
-    if web:
-        body.append(_text(t("web_sources", lang), weight="Bolder", spacing="Medium"))
-        body.append(_text("\n\n".join(f"[{c.number}] {_link(c.title, c.url)}" for c in web), id="web_urls"))
-
-    if result.queries:
-        # Every search the turn made: the first, then any re-search for what it did not cover.
-        queries = " / ".join(_clip(q, 120) for q in result.queries[:3])
-        searched = f"🔎 {t('searched', lang)}: {safe_markdown(queries)}"
-        body.append(_text(searched, id="query", isSubtle=True, size="Small", spacing="Medium"))
-    if result.graded:
-        facts = [
-            {
-                "title": f"{g.score:.2f} {'✓' if g.kept else '·'}",
-                # FactSet values are Markdown too, and headers come from the document.
-                "value": safe_markdown(
-                    _clip(f"{g.chunk.file} › {' › '.join(g.chunk.headers[1:]) or g.chunk.title}", 90)
-                ),
-            }
-            for g in sorted(result.graded, key=lambda g: -g.score)[:_MAX_SCORE_ROWS]
-        ]
+    sources = _sources(result, lang, show_scores)
+    if sources:
+        cited = len(result.citations)
+        label = t("show_sources", lang, count=cited) if cited else t("show_details", lang)
         body.append(
             {
-                "type": "Container",
-                "id": "scores",
+                "type": "ActionSet",
+                "id": "show_sources",
                 "spacing": "Medium",
-                "items": [
-                    _text(
-                        f"{t('relevance', lang)} (✓ {t('kept', lang)} / · {t('not_kept', lang)})",
-                        isSubtle=True,
-                        size="Small",
-                    ),
-                    {"type": "FactSet", "facts": facts},
+                "actions": [
+                    {"type": "Action.ToggleVisibility", "title": label, "targetElements": ["sources"]}
                 ],
             }
         )
-
-    body.append(_text(t("helpful", lang), id="helpful", spacing="Medium", size="Small", isSubtle=True))
+        body.append({"type": "Container", "id": "sources", "isVisible": False, "items": sources})
+    actions: list[dict[str, Any]] = []
+    if feedback_buttons:
+        body.append(_text(t("helpful", lang), id="helpful", spacing="Medium", size="Small", isSubtle=True))
+        actions = [
+            _feedback_action(result.id, "up", lang, execute),
+            _feedback_action(result.id, "down", lang, execute),
+        ]
     card = {
         "type": "AdaptiveCard",
         "$schema": "http://adaptivecards.io/schemas/adaptive-card.json",
         "version": CARD_VERSION,
         "msteams": {"width": "Full"},
+        # What a client shows where it cannot render the card, and as a notification preview.
+        "fallbackText": _clip(link_text(result.answer), 150),
         "body": body,
-        "actions": [
-            _feedback_action(result.id, "up", lang, execute),
-            _feedback_action(result.id, "down", lang, execute),
-        ],
+        "actions": actions,
     }
     return _fit(card)
+
+
+def _sources(result: CragResult, lang: Lang, show_scores: bool) -> list[dict[str, Any]]:
+    """The toggle's content: the documents and web pages the answer cites, the searches made, and
+    (for administrators) every passage's grade."""
+    items: list[dict[str, Any]] = []
+    docs = [c for c in result.citations if c.kind == "document"]
+    if docs:
+        items.append(_text(t("sources", lang), weight="Bolder", size="Small"))
+        lines = [
+            f"[{c.number}] {_link(c.title, c.url)} — {_code(c.file)}{_where(result, c.file, lang)}"
+            for c in docs
+        ]
+        items.append(_text("\n\n".join(lines), id="cited_files", size="Small"))
+    web = [c for c in result.citations if c.kind == "web"]
+    if web:
+        items.append(_text(t("web_sources", lang), weight="Bolder", size="Small", spacing="Small"))
+        lines = [f"[{c.number}] {_link(c.title, c.url)}" for c in web]
+        items.append(_text("\n\n".join(lines), id="web_urls", size="Small"))
+    if result.queries:
+        # Every search the turn made: the first, then any re-search for what it did not cover.
+        queries = " / ".join(_clip(q, 120) for q in result.queries[:3])
+        searched = f"🔎 {t('searched', lang)}: {safe_markdown(queries)}"
+        items.append(_text(searched, id="query", isSubtle=True, size="Small", spacing="Small"))
+    if show_scores and result.graded:
+        facts = [
+            {
+                "title": f"{g.score:.2f} {'✓' if g.kept else '·'}",
+                # FactSet values are Markdown too, and headers come from the document.
+                "value": safe_markdown(_clip(f"{g.chunk.file} › {_section(g)}", 90)),
+            }
+            for g in sorted(result.graded, key=lambda g: -g.score)[:_MAX_SCORE_ROWS]
+        ]
+        legend = f"{t('relevance', lang)} (✓ {t('kept', lang)} / · {t('not_kept', lang)})"
+        items.append(
+            {
+                "type": "Container",
+                "id": "scores",
+                "spacing": "Small",
+                "items": [_text(legend, isSubtle=True, size="Small"), {"type": "FactSet", "facts": facts}],
+            }
+        )
+    return items
+
+
+def _where(result: CragResult, file: str, lang: Lang) -> str:
+    """› the cited section · how well it matched the question (from its best kept passage)."""
+    kept = [g for g in result.graded if g.kept and g.chunk.file == file]
+    if not kept:
+        return ""
+    best = max(kept, key=lambda g: g.score)
+    section = _section(best)
+    where = f" › {safe_markdown(_clip(section, 60))}" if section and section != best.chunk.title else ""
+    return f"{where} · {t(match_key(best.score), lang)}"
+
+
+def match_key(score: float) -> str:
+    """A plain-language label for a grade: the thresholds the routing uses (DESIGN §3)."""
+    if score >= 0.8:
+        return "match.strong"
+    return "match.partial" if score >= 0.4 else "match.weak"
+
+
+def _section(g: GradedChunk) -> str:
+    return " › ".join(g.chunk.headers[1:]) or g.chunk.title
 
 
 def _feedback_action(result_id: str, reaction: str, lang: Lang, execute: bool) -> dict[str, Any]:
@@ -163,7 +193,8 @@ def _notices(result: CragResult, lang: Lang) -> list[str]:
         notices.append(t("web.off", lang))
     elif result.web.status is WebStatus.FAILED:
         notices.append(t("web.failed", lang))
-    if result.branch is Branch.INCORRECT:
+    if result.branch is Branch.INCORRECT and result.web.results:
+        # Beside a web answer: say why it is not from the documents (without one the badge says it).
         notices.append(t("no_documents", lang))
     for code in result.notices:
         key = f"notice.{code}"
@@ -185,6 +216,8 @@ def badge_key(result: CragResult) -> str:
     """What the answer came from, as the badge says it: the branch, unless the web it names gave
     nothing (web search off or failed): then "documents, check the sources" or "not found"."""
     web = bool(result.web.results)
+    if result.refused and not result.citations:
+        return "branch.not_found"
     if result.branch is Branch.CORRECT:
         return "branch.correct"
     if result.branch is Branch.AMBIGUOUS:

@@ -15,7 +15,7 @@ from botbuilder.schema import Activity, ActivityTypes, Entity
 
 from cards.answer_card import answer_card
 from crag.models import CITATION_MARKER, CragResult
-from crag.safe_links import safe_markdown, safe_url
+from crag.safe_links import link_text, safe_markdown, safe_url
 from texts import Lang
 
 MAX_CITATIONS = 20
@@ -69,15 +69,22 @@ class Reply:
     card: dict[str, Any]
 
 
-def answer_reply(result: CragResult, channel_id: str, lang: Lang | None = None) -> Reply:
-    """The reply for a channel: in Teams the answer is the message text (so citations and the AI
-    label attach to it) with the card below; elsewhere the card carries everything."""
+def answer_reply(
+    result: CragResult, channel_id: str, lang: Lang | None = None, show_scores: bool = False
+) -> Reply:
+    """The reply for a channel: in Teams the answer is the message text (so citations, the AI label
+    and Teams' own feedback buttons attach to it) with the card below; elsewhere the card carries
+    everything, its first words as the notification preview."""
     if channel_id != "msteams":
-        card = answer_card(result, lang)
-        return Reply(
-            Activity(type=ActivityTypes.message, attachments=[CardFactory.adaptive_card(card)]), card
+        card = answer_card(result, lang, show_scores=show_scores)
+        activity = Activity(
+            type=ActivityTypes.message,
+            summary=_clip(link_text(result.answer), 150),
+            attachments=[CardFactory.adaptive_card(card)],
         )
-    card = answer_card(result, lang, include_answer=False, execute=True)
+        return Reply(activity, card)
+    # Teams' native thumbs are on the message (feedbackLoop below): the card adds no second pair.
+    card = answer_card(result, lang, include_answer=False, feedback_buttons=False, show_scores=show_scores)
     text = safe_markdown(result.answer)
     activity = Activity(
         type=ActivityTypes.message,

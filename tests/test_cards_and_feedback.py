@@ -36,18 +36,28 @@ def _result(
     )
 
 
-def test_card_shows_answer_branch_sources_scores_and_feedback() -> None:
+def test_card_shows_answer_branch_sources_behind_a_toggle_and_feedback() -> None:
     result = _result()
     card = answer_card(result)
     assert card["type"] == "AdaptiveCard" and card["version"] == "1.5"
+    # The badge first, then the answer; its words are also the preview a client shows.
+    assert card["body"][0]["id"] == "branch" and "社内文書" in card["body"][0]["text"]
     assert find_by_id(card, "answer")["text"] == result.answer  # type: ignore[index]
-    assert "社内文書" in find_by_id(card, "branch")["text"]  # type: ignore[index]
+    assert card["fallbackText"].startswith("有給休暇は最大20日まで")
+    # The sources sit in a hidden container that one button shows.
+    sources = find_by_id(card, "sources")
+    assert sources is not None and sources["isVisible"] is False
+    toggle = find_by_id(card, "show_sources")["actions"][0]  # type: ignore[index]
+    assert toggle["type"] == "Action.ToggleVisibility" and toggle["targetElements"] == ["sources"]
+    assert "2" in toggle["title"]  # how many sources
     cited = find_by_id(card, "cited_files")["text"]  # type: ignore[index]
     assert (
         "[休暇制度ガイド](http://localhost:3978/docs/leave_policy.md)" in cited and "leave_policy.md" in cited
     )
+    # The cited section and a plain-language match label, not the raw grade.
+    assert "1.2 繰越しと上限" in cited and "関連度：高" in cited and "0.93" not in card_text(card)
     assert "https://example.com/page" in find_by_id(card, "web_urls")["text"]  # type: ignore[index]
-    assert "0.93" in card_text(find_by_id(card, "scores"))  # type: ignore[arg-type]
+    assert find_by_id(card, "scores") is None
     datas = [a["data"] for a in card["actions"]]
     assert [a["type"] for a in card["actions"]] == ["Action.Submit", "Action.Submit"]
     assert datas == [
@@ -56,12 +66,35 @@ def test_card_shows_answer_branch_sources_scores_and_feedback() -> None:
     ]
 
 
+def test_raw_grades_only_with_the_setting() -> None:
+    card = answer_card(_result(), show_scores=True)
+    assert "0.93" in card_text(find_by_id(card, "scores"))  # type: ignore[arg-type]
+    assert find_by_id(card, "sources")["isVisible"] is False  # type: ignore[index]
+
+
+def test_without_feedback_buttons_the_card_has_no_second_pair() -> None:
+    # Teams shows its own thumbs on the message (feedbackLoop).
+    card = answer_card(_result(), include_answer=False, feedback_buttons=False)
+    assert (
+        card["actions"] == [] and find_by_id(card, "helpful") is None and find_by_id(card, "answer") is None
+    )
+
+
+def test_a_partial_match_is_labelled_as_one_to_check() -> None:
+    result = _result(Branch.AMBIGUOUS)
+    result.graded[0].score = 0.55
+    cited = find_by_id(answer_card(result, lang="en"), "cited_files")["text"]  # type: ignore[index]
+    assert "partial match, please check" in cited
+
+
 def test_card_language_and_web_off_notice() -> None:
     card = answer_card(_result(Branch.INCORRECT, "I cannot answer."), lang="en")
     text = card_text(card)
-    # No web result to answer from: the badge does not claim the web.
-    assert "Not found" in find_by_id(card, "branch")["text"] and "From the web" not in text  # type: ignore[index]
-    assert "Web search is not configured" in text
+    # No web result to answer from: the badge does not claim the web, and says where it looked.
+    assert "Not found in the documents" in find_by_id(card, "branch")["text"]  # type: ignore[index]
+    assert "From the web" not in text and "Web search is not configured" in text
+    # "No relevant documents" is said only beside a web answer (here the badge says it).
+    assert "No relevant internal documents" not in text
 
 
 def test_an_ambiguous_answer_without_web_results_is_badged_as_documents_to_check() -> None:

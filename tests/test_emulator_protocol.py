@@ -15,6 +15,7 @@ from typing import Any
 import aiohttp
 import pytest
 
+from cards.welcome_card import example_actions
 from tests.apprunner import AppProcess
 from tests.conftest import SAMPLE_DOCS, SHARED_EVAL
 from tests.fakes import FakeConnector, card_of, card_text, find_by_id, make_activity
@@ -70,7 +71,7 @@ async def test_conversation_update_welcome_question_and_thumbs_up(
     assert len(welcome) == 1
     welcome_card = card_of(welcome[0])
     assert welcome_card and "internal documents" in card_text(welcome_card)
-    examples = [a for a in welcome_card["actions"] if a["data"]["action"] == "crag.ask"]
+    examples = [a for a in example_actions(welcome_card) if a["data"]["action"] == "crag.ask"]
     assert len(examples) == 3  # example questions that ask themselves
     # Replies go where the Emulator expects them, without credentials (auth is off).
     assert connector.requests[0]["path"].startswith(f"/v3/conversations/{conv}/activities")

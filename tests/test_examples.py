@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from cards.examples import SAMPLE_EXAMPLES, example_questions
-from cards.welcome_card import welcome_card
+from cards.welcome_card import example_actions, welcome_card
 from crag.engine import CragEngine
 from crag.factory import build_engine, open_local_index
 from crag.models import Branch
@@ -53,4 +53,7 @@ def test_examples_are_offered_only_over_the_sample_documents(tmp_path: Path) -> 
     assert example_questions("en", tmp_path) == []  # a company's own folder: no sample questions
     assert example_questions("en", tmp_path, "Where is the canteen?| ") == ["Where is the canteen?"]
     card = welcome_card("Bot", "en", [])
-    assert card["actions"] == [] and len(card["body"]) == 2  # no examples heading without examples
+    assert "actions" not in card and len(card["body"]) == 2  # no examples heading without examples
+    card = welcome_card("Bot", "en", ["Where is the canteen?"])
+    [ask] = example_actions(card)
+    assert ask["data"] == {"action": "crag.ask", "question": "Where is the canteen?"}

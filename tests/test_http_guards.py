@@ -60,3 +60,8 @@ async def test_authentication_is_enforced_with_an_app_id(
 async def test_oversized_body_is_413(authed_app: AppProcess) -> None:
     body = b'{"type": "message", "text": "' + b"x" * (1024 * 1024 + 10) + b'"}'
     assert await _post(authed_app, body, {"Content-Type": "application/json"}) == 413
+
+
+def test_the_startup_log_says_what_to_open(authed_app: AppProcess) -> None:
+    log = authed_app.log()
+    assert "/chat (Web Chat)" in log and "/api/messages" in log and "/api/health" in log

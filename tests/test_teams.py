@@ -94,9 +94,8 @@ async def test_teams_conversation_end_to_end(app: AppProcess, connector: FakeCon
     card = card_of(answer)
     assert card is not None and find_by_id(card, "answer") is None  # the text carries the answer
     assert "leave_policy.md" in find_by_id(card, "cited_files")["text"]  # type: ignore[index]
-    thumbs = card["actions"]
-    assert [a["type"] for a in thumbs] == ["Action.Execute", "Action.Execute"]
-    assert all(a["fallback"]["type"] == "Action.Submit" for a in thumbs)
+    # Teams' own thumbs are on the message: the card adds no second pair.
+    assert card["actions"] == [] and find_by_id(card, "helpful") is None
 
     # 3. A follow-up that leans on the previous question.
     before = len(connector.activities)
@@ -123,8 +122,13 @@ async def test_teams_conversation_end_to_end(app: AppProcess, connector: FakeCon
     status, body = await post(app, invoke)
     assert (status, body) == (200, {})
 
-    # 5. The card's 👎 on the follow-up, through Action.Execute: the card is refreshed in place.
-    down = card_of(followup)["actions"][1]  # type: ignore[index]
+    # 5. A 👎 through Action.Execute, as cards sent before native feedback carry it: the card is
+    # refreshed in place.
+    [stored] = [r for r in rows(app.feedback_db, "answers") if "上限を超えた" in r["question"]]
+    down = {
+        "verb": "crag.feedback",
+        "data": {"action": "crag.feedback", "result_id": stored["result_id"], "reaction": "down"},
+    }
     execute = teams(
         connector,
         type="invoke",
@@ -207,6 +211,23 @@ async def test_personal_welcome_card(app: AppProcess, connector: FakeConnector) 
     [welcome] = connector.messages()
     card = card_of(welcome)
     assert card and "社内文書" in card_text(card)
+
+
+async def test_personal_install_with_only_the_bot_added_gets_one_welcome(
+    app: AppProcess, connector: FakeConnector
+) -> None:
+    # What Teams sends when a user adds the bot to a personal chat: the bot alone in membersAdded.
+    update = teams(
+        connector,
+        type="conversationUpdate",
+        conv="a:personal-install",
+        conv_type="personal",
+        membersAdded=[{"id": BOT["id"]}],
+    )
+    status, _ = await post(app, update)
+    assert status in (200, 201)
+    [welcome] = connector.messages()
+    assert "社内文書" in card_text(card_of(welcome))
 
 
 async def test_state_survives_a_restart(tmp_path: Path, connector: FakeConnector) -> None:

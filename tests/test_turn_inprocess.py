@@ -15,6 +15,7 @@ from botbuilder.schema import Activity, ActivityTypes
 from bot.crag_bot import CragBot
 from bot.runtime import BotRuntime
 from config import BotSettings
+from tests.fakes import card_text
 
 DOCS = {
     "leave.md": """# 休暇規程
@@ -70,7 +71,7 @@ def card_of(activity: Activity) -> dict[str, Any]:
 
 
 def texts(card: dict[str, Any]) -> str:
-    return " ".join(str(b.get("text", "")) for b in card["body"] if isinstance(b, dict))
+    return card_text(card)  # every text, those behind the "Show sources" toggle included
 
 
 async def test_a_question_gets_a_card_citing_its_file_and_the_answer_is_stored(

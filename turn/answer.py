@@ -98,7 +98,7 @@ async def answer(context: TurnContext, deps: TurnDeps, history: StatePropertyAcc
     )
     # Links to documents served by the bot are signed per card when it is on the internet.
     result = deps.links.sign_result(result)
-    reply = answer_reply(result, activity.channel_id or "")
+    reply = answer_reply(result, activity.channel_id or "", show_scores=settings.card_scores)
     try:
         await deps.feedback.record_answer(
             result,
