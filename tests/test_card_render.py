@@ -10,8 +10,11 @@ the welcome, thank-you and error cards), so a changed card builder is checked as
 - Render: the official `adaptivecards` npm package (webchat/package.json, at the version Web Chat
   pins) in Debian's headless Chromium, with Teams' light HostConfig (from the adaptivecards-designer
   package) and a Segoe UI font stack with Japanese fallbacks, parsing as a 1.5 host, at 400 px and
-  600 px. No parse or validation event, a non-zero height, nothing wider than the card. A PNG of
-  each card at each width, and what the renderer reported, go to test-artifacts/cards/.
+  600 px. No parse or validation event, a non-zero height, nothing reaching past the card's edges
+  and no element's content wider than its box (scrollWidth <= clientWidth: not spilling, not cut
+  off with an ellipsis). A PNG of each card at each width (<name>-<width>.png), each card's JSON and
+  report.json (what the renderer reported) go to test-artifacts/cards/.
+- Preview: a Teams reply's message text (its notification preview) does not start with Markdown.
 
 The render tests skip outside CI when Chromium or the npm package is missing (.ci/run installs both;
 ./run.sh or scripts/webchat_install.sh installs the package).
@@ -277,3 +280,31 @@ def test_teams_notification_preview_first_line(name: str, cases: dict[str, CardC
     lines = [line.strip() for line in cases[name].message_text.splitlines() if line.strip()]
     assert lines, "the Teams reply has no message text"
     assert not MARKDOWN_START.match(lines[0]), f"the preview starts with Markdown: {lines[0][:120]!r}"
+
+
+def test_the_render_check_catches_a_broken_card(
+    page: Page, host_config: dict[str, Any], rendered: dict[str, dict[int, dict[str, Any]]]
+) -> None:
+    """The renderer's checks do report: a duplicate id, an unknown element, a column wider than the
+    card and a button title too long for its button."""
+    card = {
+        "type": "AdaptiveCard",
+        "version": "1.5",
+        "body": [
+            {"type": "TextBlock", "id": "same", "text": "one"},
+            {"type": "TextBlock", "id": "same", "text": "two"},
+            {"type": "Blink", "text": "unknown"},
+            {
+                "type": "ColumnSet",
+                "columns": [
+                    {"type": "Column", "width": "700px", "items": [{"type": "TextBlock", "text": "wide"}]}
+                ],
+            },
+        ],
+        "actions": [{"type": "Action.Submit", "title": "A button title far too long for any button " * 3}],
+    }
+    out = render(CardCase("selfcheck-broken", "en", card), page, host_config, rendered)[400]
+    events = {e["event"] for e in out["events"]}
+    assert {"DuplicateId", "UnknownElementType"} <= events, out["events"]
+    assert any('"wide"' in o for o in out["overflow"]), out["overflow"]
+    assert any("button" in c and "ellipsis" in c for c in out["clipped"]), out["clipped"]
