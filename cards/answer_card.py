@@ -213,16 +213,18 @@ _BADGE_COLOR = {
 
 
 def badge_key(result: CragResult) -> str:
-    """What the answer came from, as the badge says it: the branch, unless the web it names gave
-    nothing (web search off or failed): then "documents, check the sources" or "not found"."""
-    web = bool(result.web.results)
-    if result.refused and not result.citations:
+    """What the answer came from, as the badge says it: what it cites, not only the branch. An
+    ambiguous answer that quotes no web page is "documents, check the sources"; a web branch whose
+    search gave nothing usable (off, failed, or nothing quoted) is "not found in the documents"."""
+    docs = any(c.kind == "document" for c in result.citations)
+    web = any(c.kind == "web" for c in result.citations)
+    if result.refused or not (docs or web):
         return "branch.not_found"
     if result.branch is Branch.CORRECT:
         return "branch.correct"
-    if result.branch is Branch.AMBIGUOUS:
-        return "branch.ambiguous" if web else "branch.documents_unsure"
-    return "branch.incorrect" if web else "branch.not_found"
+    if docs and web:
+        return "branch.ambiguous"
+    return "branch.documents_unsure" if docs else "branch.incorrect"
 
 
 def _text(text: str, **props: Any) -> dict[str, Any]:

@@ -52,23 +52,32 @@ class Turn:
 
 TURNS: dict[str, Turn] = {
     "correct": Turn({"ja": "sd-003", "en": "sd-037"}, "on", "branch.correct"),
-    "ambiguous_web": Turn({"ja": "sd-073", "en": "sd-088"}, "on", "branch.ambiguous"),
+    # Documents and the web both quoted: rare since the badge follows what the answer cites (the
+    # composer prefers document sentences); only this Japanese question of the set reaches it.
+    "ambiguous_web": Turn({"ja": "sd-107"}, "on", "branch.ambiguous"),
     "ambiguous_no_web": Turn({"ja": "sd-073", "en": "sd-088"}, "off", "branch.documents_unsure"),
     "incorrect_web": Turn({"ja": "sd-069", "en": "sd-001"}, "on", "branch.incorrect"),
     "not_found_no_web": Turn({"ja": "sd-069", "en": "sd-001"}, "off", "branch.not_found", refused=True),
-    "refused_web": Turn({"ja": "sd-080", "en": "sd-063"}, "on", "branch.incorrect", refused=True),
+    # The web was searched but nothing answers: the badge says not found, not "from the web".
+    "refused_web": Turn({"ja": "sd-080", "en": "sd-063"}, "on", "branch.not_found", refused=True),
     "web_failed": Turn({"ja": "sd-069", "en": "sd-001"}, "failed", "branch.not_found", refused=True),
     "search_failed": Turn({"ja": "sd-069", "en": "sd-001"}, "on", "branch.incorrect", search_failed=True),
 }
 # Each answer turn as two cards: Web Chat's (the answer in the card) and Teams' (the answer is the
-# message text; the card keeps the badge, sources, scores and Action.Execute thumbs).
+# message text; the card keeps the badge and the sources, and Teams' own thumbs are on the message).
 CHANNELS = {"webchat": "webchat", "teams": "msteams"}
 OTHER_CARDS = ("welcome", "thanks", "error")
 
 
 def case_names() -> list[str]:
     """Every card's name, known before any card is built (for test ids)."""
-    names = [f"{turn}-{lang}-{channel}" for turn in TURNS for lang in LANGS for channel in CHANNELS]
+    names = [
+        f"{turn}-{lang}-{channel}"
+        for turn, spec in TURNS.items()
+        for lang in LANGS
+        if lang in spec.question_id
+        for channel in CHANNELS
+    ]
     return names + [f"{other}-{lang}" for other in OTHER_CARDS for lang in LANGS]
 
 
@@ -119,7 +128,7 @@ async def _turns(work: Path) -> dict[tuple[str, Lang], CragResult]:
         engines: dict[str, CragEngine] = {web: engine(web) for web in ("on", "off", "failed")}
         results: dict[tuple[str, Lang], CragResult] = {}
         for name, turn in TURNS.items():
-            for lang in LANGS:
+            for lang in (lang for lang in LANGS if lang in turn.question_id):
                 e = engines[turn.web]
                 if turn.search_failed:
                     e = CragEngine(e.rewriter, _DeadRetriever(), e.grader, e.web, e.generator, e.config)

@@ -12,7 +12,9 @@ from tests.fakes import card_text, find_by_id
 
 
 def _result(
-    branch: Branch = Branch.CORRECT, answer: str = "有給休暇は最大20日まで繰り越せます。 [1]"
+    branch: Branch = Branch.CORRECT,
+    answer: str = "有給休暇は最大20日まで繰り越せます。 [1]",
+    cites: tuple[str, ...] = ("document", "web"),
 ) -> CragResult:
     chunk = Chunk(
         id="c1",
@@ -29,9 +31,14 @@ def _result(
         graded=[GradedChunk(chunk=chunk, score=0.93, kept=True)],
         web=WebOutcome(status=WebStatus.OFF if branch is not Branch.CORRECT else WebStatus.NOT_NEEDED),
         answer=answer,
+        refused=not cites,
         citations=[
-            Citation(number=1, kind="document", title=chunk.title, url=chunk.url, file=chunk.file),
-            Citation(number=2, kind="web", title="Example", url="https://example.com/page"),
+            c
+            for c in (
+                Citation(number=1, kind="document", title=chunk.title, url=chunk.url, file=chunk.file),
+                Citation(number=2, kind="web", title="Example", url="https://example.com/page"),
+            )
+            if c.kind in cites
         ],
     )
 
@@ -88,7 +95,7 @@ def test_a_partial_match_is_labelled_as_one_to_check() -> None:
 
 
 def test_card_language_and_web_off_notice() -> None:
-    card = answer_card(_result(Branch.INCORRECT, "I cannot answer."), lang="en")
+    card = answer_card(_result(Branch.INCORRECT, "I cannot answer.", cites=()), lang="en")
     text = card_text(card)
     # No web result to answer from: the badge does not claim the web, and says where it looked.
     assert "Not found in the documents" in find_by_id(card, "branch")["text"]  # type: ignore[index]
@@ -98,7 +105,7 @@ def test_card_language_and_web_off_notice() -> None:
 
 
 def test_an_ambiguous_answer_without_web_results_is_badged_as_documents_to_check() -> None:
-    card = answer_card(_result(Branch.AMBIGUOUS, "The allowance is JPY 3,000."), lang="en")
+    card = answer_card(_result(Branch.AMBIGUOUS, "The allowance is JPY 3,000. [1]", ("document",)), lang="en")
     badge = find_by_id(card, "branch")["text"]  # type: ignore[index]
     assert "Internal documents" in badge and "check" in badge and "web" not in badge
 
@@ -143,3 +150,16 @@ async def test_feedback_store_records_updates_and_refuses_unknown(tmp_path: Path
         assert len(await again.feedback_rows()) == 1
     finally:
         await again.close()
+
+
+def test_the_badge_follows_what_the_answer_cites() -> None:
+    def badge(branch: Branch, cites: tuple[str, ...]) -> str:
+        return str(find_by_id(answer_card(_result(branch, "x [1]", cites), lang="en"), "branch")["text"])  # type: ignore[index]
+
+    assert "Internal documents + web" in badge(Branch.AMBIGUOUS, ("document", "web"))
+    # Web results were found but the answer quotes only documents: it does not claim the web.
+    assert "check the sources" in badge(Branch.AMBIGUOUS, ("document",))
+    assert "From the web" in badge(Branch.AMBIGUOUS, ("web",)) and "From the web" in badge(
+        Branch.INCORRECT, ("web",)
+    )
+    assert "Not found in the documents" in badge(Branch.INCORRECT, ())

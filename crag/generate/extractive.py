@@ -112,7 +112,6 @@ class ExtractiveComposer:
                     chosen.append(cand)
         if not chosen:
             return GeneratedAnswer(text=REFUSAL[language], refused=True)
-        joiner = "" if language == "ja" else " "
         # One number per cited file (or web page): two passages of one file are one source to the
         # reader. Best sentence first: its file is [1].
         numbers: dict[int, int] = {}
@@ -133,7 +132,7 @@ class ExtractiveComposer:
             body = texts[0]
             for before, cand in pairwise(group):
                 # A list's items on lines of their own, and what follows a list on a new line.
-                glue = "\n- " if cand.listed else ("\n" if before.listed else _glue(body, joiner))
+                glue = "\n- " if cand.listed else ("\n" if before.listed else _glue(body))
                 body += glue + cand.text
             # Quoted across languages, the answer says so: the reader may search the source in its own.
             note = ""
@@ -146,7 +145,7 @@ class ExtractiveComposer:
         citations = [sources[src].citation.model_copy(update={"number": n}) for n, src in firsts.items()]
         text = pieces[0][0]
         for (piece, _), (_, list_before) in zip(pieces[1:], pieces, strict=False):
-            text += ("\n" if list_before else _glue(text, joiner)) + piece  # after a list, a line of its own
+            text += ("\n" if list_before else _glue(text)) + piece  # after a list, a line of its own
         return GeneratedAnswer(text=text, citations=citations)
 
     async def _meaning(self, question: str, chunks: Sequence[GradedChunk]) -> dict[str, dict[str, float]]:
@@ -407,10 +406,13 @@ def _subject(citation: Citation, texts: list[str], named: set[str]) -> str:
     return f"【{title}】"
 
 
-def _glue(before: str, joiner: str) -> str:
+def _glue(before: str) -> str:
     """Japanese sentences join without a space, unless the first has no closing punctuation (a list
-    item, a "label: value" line), which would run into the next: 「…example貸与PC…」."""
-    return joiner if before.rstrip().endswith(("。", "！", "？", "」", "）", ".", "!", "?", "]")) else " "
+    item, a "label: value" line), which would run into the next: 「…example貸与PC…」; English
+    sentences, quoted in a Japanese answer too, with one."""
+    # After a closed Japanese sentence nothing; after anything else (an English sentence, a Japanese
+    # list item without 。) a space, whatever the answer's language.
+    return "" if before.rstrip()[-1:] in ("。", "！", "？", "」", "）", "』") else " "
 
 
 def _source_key(citation: Citation) -> str:
