@@ -57,3 +57,24 @@ def test_examples_are_offered_only_over_the_sample_documents(tmp_path: Path) -> 
     card = welcome_card("Bot", "en", ["Where is the canteen?"])
     [ask] = example_actions(card)
     assert ask["data"] == {"action": "crag.ask", "question": "Where is the canteen?"}
+
+
+# The README's own example questions besides the welcome ones: what each answer must hold.
+README_EXAMPLES = {
+    # A two-part question: both facts, from the one file that has them.
+    "ITヘルプデスクの内線と受付時間は？": ("it_usage_rules.md", ("2100", "9:00")),
+}
+
+
+@pytest.mark.parametrize("question", sorted(README_EXAMPLES))
+async def test_the_readme_examples_are_answered(engine: CragEngine, question: str) -> None:
+    assert question in (REPO_ROOT / "README.md").read_text("utf-8")
+    result = await engine.run(question)
+    file, facts = README_EXAMPLES[question]
+    assert file in result.cited_files and all(f in result.answer for f in facts), result.answer
+
+
+async def test_a_question_outside_the_documents_is_not_answered_from_them(engine: CragEngine) -> None:
+    # The README's off-topic example: with web search off, the card says not found.
+    result = await engine.run("What is the capital of Australia?")
+    assert result.branch is Branch.INCORRECT and result.refused and result.cited_files == []
