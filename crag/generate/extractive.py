@@ -225,13 +225,13 @@ class ExtractiveComposer:
     ) -> list[_Candidate]:
         out = []
         for order, sentence in enumerate(split_sentences(text)):
-            x = self._features(query, sentence, context, order, weight, kinds, meaning)
+            terms = frozenset(self._index.terms(sentence))  # once: the features and the complement read them
+            x = self._features(query, sentence, terms, context, order, weight, kinds, meaning)
             # A sentence sharing nothing with the question is kept only as a possible follower.
             score = max(0.0, sum(w * v for w, v in zip(self._weights, x, strict=True))) if x else 0.0
             # A quoted list item loses its marker: "- " or "1. " leading an answer renders as a list.
             marker = LIST_ITEM.match(sentence)
             text = sentence[marker.end() :].strip() if marker else sentence
-            terms = frozenset(self._index.terms(sentence)) if x else frozenset()
             out.append(
                 _Candidate(text or sentence, source, order, score, features=x, item=bool(marker), terms=terms)
             )
@@ -241,6 +241,7 @@ class ExtractiveComposer:
         self,
         query: WeightedQuery,
         sentence: str,
+        terms: frozenset[str],
         context: frozenset[str],
         order: int,
         weight: float,
@@ -249,7 +250,6 @@ class ExtractiveComposer:
     ) -> list[float] | None:
         """The sentence's features (SENTENCE_WEIGHTS), or None when it shares nothing with the
         question, in words or in meaning."""
-        terms = frozenset(self._index.terms(sentence))
         own = query.coverage(terms)
         framed = query.coverage(terms | context)  # the title counts: 「天治」 is rarely repeated
         close = (meaning or {}).get(sentence)
