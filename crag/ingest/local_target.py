@@ -54,6 +54,10 @@ class BuildReport:
     seconds: float
     bytes: int  # text read and indexed in this build (reused files excluded)
     reused: int = 0  # files taken unchanged from the previous build
+    # Relative paths that differ from the previous build's (all "added" when there was none).
+    added: tuple[str, ...] = ()
+    changed: tuple[str, ...] = ()
+    removed: tuple[str, ...] = ()
 
 
 def load_or_build(
@@ -75,6 +79,17 @@ def load_or_build(
     return build_local_index(docs_dir, index_dir, max_chars, base_url, progress, max_tokens, fingerprint)
 
 
+def stale_fingerprint(
+    docs_dir: Path, index_dir: Path, max_chars: int = 1200, base_url: str = "", max_tokens: int = 0
+) -> dict[str, object] | None:
+    """The folder's fingerprint when the stored index no longer matches it (pass it on to
+    build_local_index); None when it does. Reads only the files' hashes."""
+    if not docs_dir.is_dir():
+        raise FileNotFoundError(f"documents folder not found: {docs_dir}")
+    fingerprint = _fingerprint(docs_dir, max_chars, base_url, max_tokens)
+    return None if _is_current(index_dir, fingerprint) else fingerprint
+
+
 def build_local_index(
     docs_dir: Path,
     index_dir: Path,
@@ -92,6 +107,7 @@ def build_local_index(
     extractor = term_extractor()
     fingerprint = fingerprint or _fingerprint(docs_dir, max_chars, base_url, max_tokens)
     hashes: dict[str, str] = fingerprint["files"]  # type: ignore[assignment]
+    before = _built_files(index_dir)
     previous = _previous_build(index_dir, fingerprint)
     chunks: list[Chunk] = []
     tokens: list[list[str]] = []
@@ -151,6 +167,9 @@ def build_local_index(
         seconds=time.perf_counter() - started,
         bytes=total_bytes,
         reused=reused,
+        added=tuple(sorted(hashes.keys() - before.keys())),
+        changed=tuple(sorted(f for f in hashes.keys() & before.keys() if hashes[f] != before[f])),
+        removed=tuple(sorted(before.keys() - hashes.keys())),
     )
     return index, report
 
@@ -192,19 +211,40 @@ def _save(
     shutil.rmtree(old, ignore_errors=True)
 
 
-def _file_hash(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
+# The "hash" of a file that cannot be read: the build then skips it and names it, like a broken file.
+UNREADABLE = "unreadable"
+
+
+def _file_hash(path: Path) -> str | None:
+    """The content hash; None when the file vanished since the folder was listed (a copy or a
+    delete in progress: the watcher sees the next change and indexes again)."""
+    try:
+        return hashlib.sha256(path.read_bytes()).hexdigest()
+    except FileNotFoundError:
+        return None
+    except OSError:
+        return UNREADABLE
 
 
 def _fingerprint(docs_dir: Path, max_chars: int, base_url: str, max_tokens: int) -> dict[str, object]:
     files = discover(docs_dir) if docs_dir.is_dir() else []
+    hashes = {p.relative_to(docs_dir).as_posix(): _file_hash(p) for p in files}
     return {
         "format": INDEX_FORMAT,
         "max_chars": max_chars,
         "max_tokens": max_tokens,
         "base_url": base_url,
-        "files": {p.relative_to(docs_dir).as_posix(): _file_hash(p) for p in files},
+        "files": {rel: digest for rel, digest in hashes.items() if digest is not None},
     }
+
+
+def _built_files(index_dir: Path) -> dict[str, str]:
+    """file -> content hash of the stored index (empty when there is none)."""
+    try:
+        files = read_manifest(index_dir)["fingerprint"]["files"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return {}
+    return dict(files) if isinstance(files, dict) else {}
 
 
 def _is_current(index_dir: Path, fingerprint: dict[str, object]) -> bool:
