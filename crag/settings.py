@@ -35,7 +35,7 @@ def default_index_dir(docs_dir: Path) -> Path:
     resolved = docs_dir.expanduser().resolve()
     digest = hashlib.sha1(str(resolved).encode()).hexdigest()[:8]
     name = re.sub(r"[^\w.-]+", "_", resolved.name).strip("._") or "docs"
-    return REPO_ROOT / "data" / "index" / f"{name}-{digest}"
+    return REPO_ROOT / "data" / "indexes" / f"{name}-{digest}"
 
 
 def _known(setting: str, value: str, providers: Mapping[str, str]) -> str:

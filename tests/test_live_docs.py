@@ -239,7 +239,7 @@ def test_two_documents_folders_get_two_index_folders(tmp_path: Path) -> None:
     first = CragSettings(CRAG_DOCS_DIR=str(a))
     second = CragSettings(CRAG_DOCS_DIR=str(b))
     assert first.index_dir != second.index_dir
-    assert first.index_dir.parent == second.index_dir.parent  # both under data/index/
+    assert first.index_dir.parent == second.index_dir.parent  # both under data/indexes/
     assert first.index_dir.name.startswith("docs-")
     assert first.index_dir == default_index_dir(a)
 
@@ -278,10 +278,10 @@ def test_the_ingest_cli_builds_where_the_bot_looks(
     (docs / "canteen.md").write_text(DOCS["canteen.md"], "utf-8")
     monkeypatch.delenv("CRAG_INDEX_DIR", raising=False)
     monkeypatch.setenv("CRAG_EMBEDDINGS", "off")
-    # The derived folder lives under the repository's data/index/: point the derivation at tmp.
+    # The derived folder lives under the repository's data/indexes/: point the derivation at tmp.
     monkeypatch.setattr("crag.settings.REPO_ROOT", tmp_path)
     assert ingest_main([str(docs)]) == 0
     expected = CragSettings(CRAG_DOCS_DIR=str(docs)).index_dir
-    assert expected.parent == tmp_path / "data" / "index"
+    assert expected.parent == tmp_path / "data" / "indexes"
     assert (expected / "manifest.json").is_file()
     assert str(expected) in capsys.readouterr().out
