@@ -15,7 +15,7 @@ from crag.generate.extractive import ExtractiveComposer
 from crag.generate.llm import LlmGenerator
 from crag.grade.llm import LlmGrader
 from crag.grade.local import LocalGrader
-from crag.ingest.local_target import BuildReport, build_local_index, load_or_build, stale_fingerprint
+from crag.ingest.local_target import BuildReport, load_or_build, stale_fingerprint
 from crag.llm.client import LlmClient
 from crag.protocols import (
     AnswerGenerator,
@@ -42,8 +42,10 @@ def open_local_index(
     settings: CragSettings,
     docs_base_url: str = "",
     progress: Callable[[str, int, int], None] | None = None,
+    fingerprint: dict[str, object] | None = None,
 ) -> tuple[LocalIndex, BuildReport | None]:
-    """Load the local index, building it first when it is missing or stale."""
+    """Load the local index, building it first when it is missing or stale (fingerprint: the
+    documents' as local_index_stale found them, to skip hashing them again)."""
     return load_or_build(
         settings.docs_dir.expanduser(),
         settings.index_dir.expanduser(),
@@ -51,32 +53,20 @@ def open_local_index(
         settings.docs_base_url or docs_base_url,
         progress,
         settings.chunk_max_tokens,
+        fingerprint,
     )
 
 
-def local_index_stale(settings: CragSettings, docs_base_url: str = "") -> dict[str, object] | None:
-    """The documents' fingerprint when the stored local index no longer matches them, else None."""
+def local_index_stale(
+    settings: CragSettings, docs_base_url: str, current_version: str
+) -> dict[str, object] | None:
+    """The documents' fingerprint when they no longer match the index of current_version, else None."""
     return stale_fingerprint(
         settings.docs_dir.expanduser(),
-        settings.index_dir.expanduser(),
+        current_version,
         settings.chunk_max_chars,
         settings.docs_base_url or docs_base_url,
         settings.chunk_max_tokens,
-    )
-
-
-def rebuild_local_index(
-    settings: CragSettings, docs_base_url: str, fingerprint: dict[str, object]
-) -> tuple[LocalIndex, BuildReport]:
-    """Build the local index anew for that fingerprint (unchanged files are reused as stored)."""
-    return build_local_index(
-        settings.docs_dir.expanduser(),
-        settings.index_dir.expanduser(),
-        settings.chunk_max_chars,
-        settings.docs_base_url or docs_base_url,
-        None,
-        settings.chunk_max_tokens,
-        fingerprint,
     )
 
 
@@ -87,7 +77,6 @@ __all__ = [  # the embedder choice lives in crag/embed/choice.py; callers may ke
     "local_embedder",
     "local_index_stale",
     "open_local_index",
-    "rebuild_local_index",
     "search_provider",
     "vector_cache_dir",
     "web_provider",

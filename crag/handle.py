@@ -27,7 +27,6 @@ from crag.factory import (
     build_engine,
     local_index_stale,
     open_local_index,
-    rebuild_local_index,
     search_provider,
     uses_local_index,
 )
@@ -41,6 +40,7 @@ log = logging.getLogger(__name__)
 # A replaced engine's connections are closed this long after the swap: turns that started on it
 # finish first (a turn has no deadline of its own; model calls time out well within this).
 RETIRE_GRACE_S = 300.0
+RETRY_S = 5.0  # a failed rebuild is tried again this long after
 
 __all__ = ["EngineHandle", "IndexInfo", "uses_local_index"]
 
@@ -87,6 +87,8 @@ class EngineHandle:
         self._refresh_lock = asyncio.Lock()  # one rebuild at a time, whoever asks
         self._retiring: set[asyncio.Task[None]] = set()  # replaced engines, closed after their grace
         self._embed_in_background = True
+        self._version = ""  # the serving index's content version (embedding appends to index.version)
+        self._failed = False  # the last rebuild failed: it is tried once more
 
     @property
     def ready(self) -> bool:
@@ -128,6 +130,7 @@ class EngineHandle:
         if not self._build_engine(index):
             return
         self.local_index = index
+        self._version = index.version
         self.report = report
         self._embed_in_background = embed_in_background
         if index.vectors is not None and embed_in_background:
@@ -153,6 +156,11 @@ class EngineHandle:
         async def on_change(changes: set[tuple[Change, str]]) -> None:
             await self.refresh()
             self.watching.set()  # the first call comes once the watch is on (tests wait for it)
+            if self._failed:
+                # Perhaps passing (a file half-copied, another instance writing the same index):
+                # once more after a pause, rather than serving the old index until the next change.
+                await asyncio.sleep(RETRY_S)
+                await self.refresh()
 
         try:
             await watch_folder(docs_dir, on_change, self._stop_watching)
@@ -168,18 +176,23 @@ class EngineHandle:
             return False
         async with self._refresh_lock:
             started = time.perf_counter()
+            self._failed = False
             try:
-                fingerprint = await asyncio.to_thread(local_index_stale, self.settings, self.docs_url)
+                fingerprint = await asyncio.to_thread(
+                    local_index_stale, self.settings, self.docs_url, self._version
+                )
                 if fingerprint is None:
                     return False  # an event that changed nothing indexed (an editor's temporary file)
                 # The vectors being computed would be written into the folder the build replaces;
                 # what they have computed is saved on cancellation and reused by the next build.
                 await self._stop_embedding()
+                # Loaded as stored when another process serving the folder has just built it.
                 index, report = await asyncio.to_thread(
-                    rebuild_local_index, self.settings, self.docs_url, fingerprint
+                    open_local_index, self.settings, self.docs_url, None, fingerprint
                 )
                 engine = build_engine(self.settings, index)
             except Exception as exc:
+                self._failed = True
                 self.watch.error = f"re-indexing failed: {exc.__class__.__name__}"
                 log.warning(
                     "re-indexing %s failed (%s: %s); still serving the previous index",
@@ -189,37 +202,37 @@ class EngineHandle:
                 )
                 self._resume_embedding()
                 return False
-            known = set(self.index.skipped)
+            old = self.local_index
             self._swap(engine, index, report)
-            self.watch.last_change = (
-                f"+{len(report.added)} ~{len(report.changed)} -{len(report.removed)} files "
-                f"in {time.perf_counter() - started:.1f}s"
-            )
+            seconds = time.perf_counter() - started
+            added, changed, removed = _changes(old.hashes, index.hashes)
+            self.watch.last_change = f"+{len(added)} ~{len(changed)} -{len(removed)} files in {seconds:.1f}s"
             log.info(
                 "documents re-indexed in %.1fs: %d added %s, %d changed %s, %d removed %s; "
                 "now %d documents, %d chunks",
-                time.perf_counter() - started,
-                len(report.added),
-                list(report.added[:5]),
-                len(report.changed),
-                list(report.changed[:5]),
-                len(report.removed),
-                list(report.removed[:5]),
+                seconds,
+                len(added),
+                added[:5],
+                len(changed),
+                changed[:5],
+                len(removed),
+                removed[:5],
                 index.documents,
                 index.size,
             )
             for reason in index.skipped:
-                if reason not in known:
+                if reason not in old.skipped:
                     log.warning("skipped: %s", reason)
             return True
 
-    def _swap(self, engine: CragEngine, index: LocalIndex, report: BuildReport) -> None:
+    def _swap(self, engine: CragEngine, index: LocalIndex, report: BuildReport | None) -> None:
         """The new index and engine replace the old in one step (no await in between)."""
         old = self.engine
         if old is not None and old.cache is not None and engine.cache is not None:
             engine.cache.stats = old.cache.stats  # the counts on /api/health span the process's life
         self.engine = engine
         self.local_index = index
+        self._version = index.version
         self.report = report
         self.index = _index_info(index, report)
         self.watch.rebuilds += 1
@@ -378,6 +391,13 @@ def _index_info(index: LocalIndex, report: BuildReport | None) -> IndexInfo:
         files=frozenset(chunk.file for chunk in index.chunks),
         updated_at=datetime.now(UTC).isoformat(timespec="seconds"),
     )
+
+
+def _changes(before: dict[str, str], after: dict[str, str]) -> tuple[list[str], list[str], list[str]]:
+    """(added, changed, removed) files between two indexes' file -> content hash maps."""
+    added = sorted(after.keys() - before.keys())
+    changed = sorted(f for f in after.keys() & before.keys() if after[f] != before[f])
+    return added, changed, sorted(before.keys() - after.keys())
 
 
 async def _close_later(engine: CragEngine, delay: float) -> None:

@@ -122,7 +122,7 @@ async def test_a_changed_fact_is_answered_not_the_cached_old_one(live: tuple[Eng
     result = await eventually(handle, ALLOWANCE_Q, lambda r: "5,000" in r.answer)
     assert "3,000" not in result.answer
     assert "remote_work.md" in result.cited_files
-    assert handle.report is not None and handle.report.changed == ("remote_work.md",)
+    assert handle.watch.last_change.startswith("+0 ~1 -0 files")
 
 
 async def test_a_removed_file_is_no_longer_cited(live: tuple[EngineHandle, Path]) -> None:
@@ -132,7 +132,7 @@ async def test_a_removed_file_is_no_longer_cited(live: tuple[EngineHandle, Path]
     await eventually(handle, CANTEEN_Q, lambda r: "canteen.md" not in r.cited_files)
     assert "canteen.md" not in handle.index.files
     assert handle.index.documents == 1
-    assert handle.report is not None and handle.report.removed == ("canteen.md",)
+    assert handle.watch.last_change.startswith("+0 ~0 -1 files")
 
 
 async def test_a_burst_of_files_is_indexed_in_few_rebuilds(live: tuple[EngineHandle, Path]) -> None:
@@ -168,14 +168,14 @@ async def test_a_failed_rebuild_keeps_the_old_index_then_recovers(
     live: tuple[EngineHandle, Path], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     handle, docs = live
-    rebuild = handle_module.rebuild_local_index
+    rebuild = handle_module.open_local_index
     calls: list[int] = []
 
     def failing(*args: object) -> object:
         calls.append(1)
         raise OSError("disk full")
 
-    monkeypatch.setattr(handle_module, "rebuild_local_index", failing)
+    monkeypatch.setattr(handle_module, "open_local_index", failing)
     engine = handle.engine
     (docs / "parking.md").write_text(PARKING, "utf-8")
     await until(lambda: bool(calls))
@@ -184,10 +184,28 @@ async def test_a_failed_rebuild_keeps_the_old_index_then_recovers(
     assert "3,000" in (await ask(handle, ALLOWANCE_Q)).answer
     assert handle.watch_task is not None and not handle.watch_task.done()  # still watching
 
-    monkeypatch.setattr(handle_module, "rebuild_local_index", rebuild)
+    monkeypatch.setattr(handle_module, "open_local_index", rebuild)
     (docs / "parking.md").write_text(PARKING + "\nThe garage closes at 22:00.\n", "utf-8")
     await eventually(handle, PARKING_Q, lambda r: "parking.md" in r.cited_files)
     assert "error" not in handle.watch_status()
+
+
+async def test_two_instances_serving_one_folder_both_follow_it(live: tuple[EngineHandle, Path]) -> None:
+    first, docs = live
+    second = EngineHandle(first.settings)
+    try:
+        await second.open()
+        await asyncio.wait_for(second.watching.wait(), DEADLINE_S)
+        for i in range(3):  # both rebuild the one index folder at about the same moment
+            (docs / f"parking_{i}.md").write_text(PARKING.replace("bay B", f"bay {i}"), "utf-8")
+            name = f"parking_{i}.md"
+            await until(lambda name=name: name in first.index.files and name in second.index.files)
+        for handle in (first, second):
+            assert handle.index.documents == 5
+            result = await ask(handle, PARKING_Q)
+            assert any(f.startswith("parking_") for f in result.cited_files)
+    finally:
+        await second.close()
 
 
 async def test_close_stops_the_watcher_and_the_replaced_engines(live: tuple[EngineHandle, Path]) -> None:

@@ -54,10 +54,6 @@ class BuildReport:
     seconds: float
     bytes: int  # text read and indexed in this build (reused files excluded)
     reused: int = 0  # files taken unchanged from the previous build
-    # Relative paths that differ from the previous build's (all "added" when there was none).
-    added: tuple[str, ...] = ()
-    changed: tuple[str, ...] = ()
-    removed: tuple[str, ...] = ()
 
 
 def load_or_build(
@@ -67,10 +63,13 @@ def load_or_build(
     base_url: str = "",
     progress: Progress | None = None,
     max_tokens: int = 0,
+    fingerprint: dict[str, object] | None = None,
 ) -> tuple[LocalIndex, BuildReport | None]:
-    """Load the index if it matches the documents, otherwise (re)build it (report None: loaded)."""
+    """Load the index if it matches the documents (their fingerprint, when the caller has it),
+    otherwise (re)build it (report None: loaded)."""
     # Hashing every file is the costly part of the check: do it once, for the check and the build.
-    fingerprint = _fingerprint(docs_dir, max_chars, base_url, max_tokens) if docs_dir.is_dir() else None
+    if fingerprint is None and docs_dir.is_dir():
+        fingerprint = _fingerprint(docs_dir, max_chars, base_url, max_tokens)
     if fingerprint is not None and _is_current(index_dir, fingerprint):
         try:
             return LocalIndex.load(index_dir), None
@@ -80,14 +79,20 @@ def load_or_build(
 
 
 def stale_fingerprint(
-    docs_dir: Path, index_dir: Path, max_chars: int = 1200, base_url: str = "", max_tokens: int = 0
+    docs_dir: Path,
+    current_version: str,
+    max_chars: int = 1200,
+    base_url: str = "",
+    max_tokens: int = 0,
 ) -> dict[str, object] | None:
-    """The folder's fingerprint when the stored index no longer matches it (pass it on to
-    build_local_index); None when it does. Reads only the files' hashes."""
+    """The folder's fingerprint when it no longer matches the index of `current_version` (the one
+    serving: pass the fingerprint on to load_or_build); None when it does. Reads only the files'
+    hashes. Compared with the index in memory, not the one stored: another process serving the same
+    folder may have stored the new index already."""
     if not docs_dir.is_dir():
         raise FileNotFoundError(f"documents folder not found: {docs_dir}")
     fingerprint = _fingerprint(docs_dir, max_chars, base_url, max_tokens)
-    return None if _is_current(index_dir, fingerprint) else fingerprint
+    return None if index_version(fingerprint) == current_version else fingerprint
 
 
 def build_local_index(
@@ -107,7 +112,6 @@ def build_local_index(
     extractor = term_extractor()
     fingerprint = fingerprint or _fingerprint(docs_dir, max_chars, base_url, max_tokens)
     hashes: dict[str, str] = fingerprint["files"]  # type: ignore[assignment]
-    before = _built_files(index_dir)
     previous = _previous_build(index_dir, fingerprint)
     chunks: list[Chunk] = []
     tokens: list[list[str]] = []
@@ -159,6 +163,7 @@ def build_local_index(
     index = LocalIndex(chunks, bm25, dict(df), documents, extractor)
     index.skipped = skipped
     index.version = index_version(fingerprint)
+    index.hashes = dict(hashes)
     index.dir = index_dir
     report = BuildReport(
         documents=documents,
@@ -167,9 +172,6 @@ def build_local_index(
         seconds=time.perf_counter() - started,
         bytes=total_bytes,
         reused=reused,
-        added=tuple(sorted(hashes.keys() - before.keys())),
-        changed=tuple(sorted(f for f in hashes.keys() & before.keys() if hashes[f] != before[f])),
-        removed=tuple(sorted(before.keys() - hashes.keys())),
     )
     return index, report
 
@@ -236,15 +238,6 @@ def _fingerprint(docs_dir: Path, max_chars: int, base_url: str, max_tokens: int)
         "base_url": base_url,
         "files": {rel: digest for rel, digest in hashes.items() if digest is not None},
     }
-
-
-def _built_files(index_dir: Path) -> dict[str, str]:
-    """file -> content hash of the stored index (empty when there is none)."""
-    try:
-        files = read_manifest(index_dir)["fingerprint"]["files"]
-    except (OSError, ValueError, KeyError, TypeError):
-        return {}
-    return dict(files) if isinstance(files, dict) else {}
 
 
 def _is_current(index_dir: Path, fingerprint: dict[str, object]) -> bool:
