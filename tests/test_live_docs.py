@@ -17,6 +17,7 @@ import pytest
 
 from crag import handle as handle_module
 from crag.handle import EngineHandle
+from crag.ingest import local_target
 from crag.ingest.__main__ import main as ingest_main
 from crag.models import CragResult
 from crag.settings import CragSettings, default_index_dir
@@ -247,6 +248,12 @@ async def test_no_watcher_when_turned_off(tmp_path: Path) -> None:
         assert handle.status()[1]["watch"] == {"enabled": False, "rebuilds": 0}
     finally:
         await handle.close()
+
+
+def test_a_file_gone_while_hashed_is_left_out_and_one_that_cannot_be_read_is_marked(tmp_path: Path) -> None:
+    # Running as root, a mode-000 file stays readable: a folder stands in for an unreadable file.
+    assert local_target._file_hash(tmp_path / "vanished.md") is None
+    assert local_target._file_hash(tmp_path) == local_target.UNREADABLE
 
 
 # -- the index folder -------------------------------------------------------------------------------
