@@ -41,6 +41,7 @@ log = logging.getLogger(__name__)
 # finish first (a turn has no deadline of its own; model calls time out well within this).
 RETIRE_GRACE_S = 300.0
 RETRY_S = 5.0  # a failed rebuild is tried again this long after
+REBUILD_FAILED = "re-indexing failed"
 
 __all__ = ["EngineHandle", "IndexInfo", "uses_local_index"]
 
@@ -182,7 +183,11 @@ class EngineHandle:
                     local_index_stale, self.settings, self.docs_url, self._version
                 )
                 if fingerprint is None:
-                    return False  # an event that changed nothing indexed (an editor's temporary file)
+                    # An event that changed nothing indexed (an editor's temporary file), or a
+                    # failed change undone: the serving index matches the folder.
+                    if self.watch.error.startswith(REBUILD_FAILED):
+                        self.watch.error = ""
+                    return False
                 # The vectors being computed would be written into the folder the build replaces;
                 # what they have computed is saved on cancellation and reused by the next build.
                 await self._stop_embedding()
@@ -193,7 +198,7 @@ class EngineHandle:
                 engine = build_engine(self.settings, index)
             except Exception as exc:
                 self._failed = True
-                self.watch.error = f"re-indexing failed: {exc.__class__.__name__}"
+                self.watch.error = f"{REBUILD_FAILED}: {exc.__class__.__name__}"
                 log.warning(
                     "re-indexing %s failed (%s: %s); still serving the previous index",
                     self.settings.docs_dir,
