@@ -15,7 +15,7 @@ from crag.generate.extractive import ExtractiveComposer
 from crag.generate.llm import LlmGenerator
 from crag.grade.llm import LlmGrader
 from crag.grade.local import LocalGrader
-from crag.ingest.local_target import BuildReport, load_or_build
+from crag.ingest.local_target import BuildReport, load_or_build, stale_fingerprint
 from crag.llm.client import LlmClient
 from crag.protocols import (
     AnswerGenerator,
@@ -42,14 +42,30 @@ def open_local_index(
     settings: CragSettings,
     docs_base_url: str = "",
     progress: Callable[[str, int, int], None] | None = None,
+    fingerprint: dict[str, object] | None = None,
 ) -> tuple[LocalIndex, BuildReport | None]:
-    """Load the local index, building it first when it is missing or stale."""
+    """Load the local index, building it first when it is missing or stale (fingerprint: the
+    documents' as local_index_stale found them, to skip hashing them again)."""
     return load_or_build(
         settings.docs_dir.expanduser(),
         settings.index_dir.expanduser(),
         settings.chunk_max_chars,
         settings.docs_base_url or docs_base_url,
         progress,
+        settings.chunk_max_tokens,
+        fingerprint,
+    )
+
+
+def local_index_stale(
+    settings: CragSettings, docs_base_url: str, current_version: str
+) -> dict[str, object] | None:
+    """The documents' fingerprint when they no longer match the index of current_version, else None."""
+    return stale_fingerprint(
+        settings.docs_dir.expanduser(),
+        current_version,
+        settings.chunk_max_chars,
+        settings.docs_base_url or docs_base_url,
         settings.chunk_max_tokens,
     )
 
@@ -59,6 +75,7 @@ __all__ = [  # the embedder choice lives in crag/embed/choice.py; callers may ke
     "build_engine",
     "choose_embeddings",
     "local_embedder",
+    "local_index_stale",
     "open_local_index",
     "search_provider",
     "vector_cache_dir",

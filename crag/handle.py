@@ -3,6 +3,11 @@ its health endpoint and the Web Chat page use (`crag.factory` builds the pieces)
 
 Opening reads (or builds) the local index off the event loop, builds the engine, and embeds the
 index in the background: lexical answers at once, hybrid once every chunk has its vector.
+
+With CRAG_WATCH_DOCS it then watches the documents folder: each burst of changes rebuilds the index
+(only the changed files are read) and a new engine over it, swapped in whole. A turn reads
+`handle.engine` once, so turns in flight finish on the old engine and new ones use the new; the new
+engine's answer cache starts empty, so no answer from the old documents is served again.
 """
 
 from __future__ import annotations
@@ -10,16 +15,33 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
+
+from watchfiles import Change
 
 from crag.engine import CragEngine
-from crag.factory import build_engine, open_local_index, search_provider, uses_local_index
+from crag.factory import (
+    build_engine,
+    local_index_stale,
+    open_local_index,
+    search_provider,
+    uses_local_index,
+)
 from crag.ingest.local_target import BuildReport, Progress
+from crag.ingest.watch import watch_folder
 from crag.search.local_index import LocalIndex
 from crag.settings import CragSettings
 
 log = logging.getLogger(__name__)
+
+# A replaced engine's connections are closed this long after the swap: turns that started on it
+# finish first (a turn has no deadline of its own; model calls time out well within this).
+RETIRE_GRACE_S = 300.0
+RETRY_S = 5.0  # a failed rebuild is tried again this long after
+REBUILD_FAILED = "re-indexing failed"
 
 __all__ = ["EngineHandle", "IndexInfo", "uses_local_index"]
 
@@ -34,6 +56,17 @@ class IndexInfo:
     remote: bool = False  # documents in a remote index (Azure AI Search): counts are not known here
     provider: str = "local"  # the search provider's name
     files: frozenset[str] = frozenset()  # relative paths the local index holds: what /docs/ may serve
+    updated_at: str = ""  # when this index was loaded or built (ISO 8601, UTC)
+
+
+@dataclass
+class WatchInfo:
+    """The documents watcher, for /api/health."""
+
+    enabled: bool = False
+    rebuilds: int = 0  # indexes swapped in since start
+    last_change: str = ""  # what the last rebuild found: "+1 ~0 -0 files in 0.4s"
+    error: str = ""  # why the last rebuild failed (the previous index kept serving), or why watching stopped
 
 
 class EngineHandle:
@@ -48,6 +81,15 @@ class EngineHandle:
         self.report: BuildReport | None = None  # the build of this open (None: loaded as it was)
         self.embed_error = ""
         self.vector_task: asyncio.Task[bool] | None = None
+        self.watch = WatchInfo()
+        self.watch_task: asyncio.Task[None] | None = None
+        self._stop_watching = asyncio.Event()
+        self.watching = asyncio.Event()  # set once the folder is watched and caught up
+        self._refresh_lock = asyncio.Lock()  # one rebuild at a time, whoever asks
+        self._retiring: set[asyncio.Task[None]] = set()  # replaced engines, closed after their grace
+        self._embed_in_background = True
+        self._version = ""  # the serving index's content version (embedding appends to index.version)
+        self._failed = False  # the last rebuild failed: it is tried once more
 
     @property
     def ready(self) -> bool:
@@ -85,18 +127,13 @@ class EngineHandle:
             self.error = f"index unavailable: {exc.__class__.__name__}"
             log.exception("could not open the local index from %s", settings.docs_dir)
             return
-        self.index = IndexInfo(
-            documents=index.documents,
-            chunks=index.size,
-            built=report is not None,
-            skipped=list(index.skipped),
-            seconds=round(report.seconds, 2) if report else 0.0,
-            files=frozenset(chunk.file for chunk in index.chunks),
-        )
+        self.index = _index_info(index, report)
         if not self._build_engine(index):
             return
         self.local_index = index
+        self._version = index.version
         self.report = report
+        self._embed_in_background = embed_in_background
         if index.vectors is not None and embed_in_background:
             # Served lexically at once; retrieval turns hybrid when every chunk has its vector.
             self.vector_task = asyncio.create_task(self.embed())
@@ -109,6 +146,122 @@ class EngineHandle:
         for reason in self.index.skipped:
             log.warning("skipped: %s", reason)
         self._ready.set()
+        if settings.watch_docs:
+            self.watch = WatchInfo(enabled=True)
+            self.watch_task = asyncio.create_task(self._watch())
+
+    async def _watch(self) -> None:
+        docs_dir = self.settings.docs_dir.expanduser()
+        log.info("watching %s: changed documents are re-indexed while serving", docs_dir)
+
+        async def on_change(changes: set[tuple[Change, str]]) -> None:
+            await self.refresh()
+            self.watching.set()  # the first call comes once the watch is on (tests wait for it)
+            if self._failed:
+                # Perhaps passing (a file half-copied, another instance writing the same index):
+                # once more after a pause, rather than serving the old index until the next change.
+                await asyncio.sleep(RETRY_S)
+                await self.refresh()
+
+        try:
+            await watch_folder(docs_dir, on_change, self._stop_watching)
+        except Exception as exc:  # the folder vanished, or the system refuses another watch
+            self.watch.enabled = False
+            self.watch.error = f"not watching: {exc.__class__.__name__}"
+            log.warning("stopped watching %s (%s); documents are re-indexed on restart only", docs_dir, exc)
+
+    async def refresh(self) -> bool:
+        """Re-index the documents folder if it changed and swap the new index and engine in (True).
+        False when nothing changed or the rebuild failed: the current index keeps serving."""
+        if self.local_index is None or self.engine is None:
+            return False
+        async with self._refresh_lock:
+            started = time.perf_counter()
+            self._failed = False
+            try:
+                fingerprint = await asyncio.to_thread(
+                    local_index_stale, self.settings, self.docs_url, self._version
+                )
+                if fingerprint is None:
+                    # An event that changed nothing indexed (an editor's temporary file), or a
+                    # failed change undone: the serving index matches the folder.
+                    if self.watch.error.startswith(REBUILD_FAILED):
+                        self.watch.error = ""
+                    return False
+                # The vectors being computed would be written into the folder the build replaces;
+                # what they have computed is saved on cancellation and reused by the next build.
+                await self._stop_embedding()
+                # Loaded as stored when another process serving the folder has just built it.
+                index, report = await asyncio.to_thread(
+                    open_local_index, self.settings, self.docs_url, None, fingerprint
+                )
+                engine = build_engine(self.settings, index)
+            except Exception as exc:
+                self._failed = True
+                self.watch.error = f"{REBUILD_FAILED}: {exc.__class__.__name__}"
+                log.warning(
+                    "re-indexing %s failed (%s: %s); still serving the previous index",
+                    self.settings.docs_dir,
+                    exc.__class__.__name__,
+                    exc,
+                )
+                self._resume_embedding()
+                return False
+            old = self.local_index
+            self._swap(engine, index, report)
+            seconds = time.perf_counter() - started
+            added, changed, removed = _changes(old.hashes, index.hashes)
+            self.watch.last_change = f"+{len(added)} ~{len(changed)} -{len(removed)} files in {seconds:.1f}s"
+            log.info(
+                "documents re-indexed in %.1fs: %d added %s, %d changed %s, %d removed %s; "
+                "now %d documents, %d chunks",
+                seconds,
+                len(added),
+                added[:5],
+                len(changed),
+                changed[:5],
+                len(removed),
+                removed[:5],
+                index.documents,
+                index.size,
+            )
+            for reason in index.skipped:
+                if reason not in old.skipped:
+                    log.warning("skipped: %s", reason)
+            return True
+
+    def _swap(self, engine: CragEngine, index: LocalIndex, report: BuildReport | None) -> None:
+        """The new index and engine replace the old in one step (no await in between)."""
+        old = self.engine
+        if old is not None and old.cache is not None and engine.cache is not None:
+            engine.cache.stats = old.cache.stats  # the counts on /api/health span the process's life
+        self.engine = engine
+        self.local_index = index
+        self._version = index.version
+        self.report = report
+        self.index = _index_info(index, report)
+        self.watch.rebuilds += 1
+        self.watch.error = ""
+        if old is not None:
+            task = asyncio.create_task(_close_later(old, RETIRE_GRACE_S))
+            self._retiring.add(task)
+            task.add_done_callback(self._retiring.discard)
+        self._resume_embedding()
+
+    async def _stop_embedding(self) -> None:
+        task, self.vector_task = self.vector_task, None
+        if task is not None and not task.done():
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+
+    def _resume_embedding(self) -> None:
+        """Compute the current index's missing vectors in the background (again), as at start."""
+        index = self.local_index
+        if index is None or index.vectors is None or index.vectors.ready or not self._embed_in_background:
+            return
+        if self.vector_task is None or self.vector_task.done():
+            self.vector_task = asyncio.create_task(self.embed())
 
     async def embed(self, progress: Callable[[int, int], None] | None = None) -> bool:
         """Compute the local index's missing vectors (those of unchanged texts are reused); False when
@@ -157,6 +310,8 @@ class EngineHandle:
             "documents": None if self.index.remote else self.index.documents,
             "chunks": None if self.index.remote else self.index.chunks,
             "skipped_documents": len(self.index.skipped),
+            "indexed_at": None if self.index.remote else self.index.updated_at,
+            "watch": self.watch_status(),
             "providers": engine.providers,
             "thresholds": {"upper": engine.config.upper, "lower": engine.config.lower},
             "research_rounds": engine.config.research_rounds,
@@ -176,6 +331,14 @@ class EngineHandle:
             "misses": stats.misses,
             "hit_rate": round(stats.hit_rate, 3),
         }
+
+    def watch_status(self) -> dict[str, object]:
+        out: dict[str, object] = {"enabled": self.watch.enabled, "rebuilds": self.watch.rebuilds}
+        if self.watch.last_change:
+            out["last_change"] = self.watch.last_change
+        if self.watch.error:
+            out["error"] = self.watch.error
+        return out
 
     def vector_status(self) -> dict[str, object]:
         """For /api/health: the local index's vectors (progress), or why there are none."""
@@ -207,9 +370,43 @@ class EngineHandle:
         return True
 
     async def close(self) -> None:
-        if self.vector_task is not None and not self.vector_task.done():
-            self.vector_task.cancel()
+        self._stop_watching.set()
+        if self.watch_task is not None and not self.watch_task.done():
+            # A rebuild in progress is not waited for: its thread finishes on its own, unused.
+            self.watch_task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
-                await self.vector_task
+                await self.watch_task
+        self.watch.enabled = False
+        await self._stop_embedding()
+        retiring = list(self._retiring)
+        for task in retiring:
+            task.cancel()  # closes the replaced engines now
+        await asyncio.gather(*retiring, return_exceptions=True)
         if self.engine is not None:
             await self.engine.close()
+
+
+def _index_info(index: LocalIndex, report: BuildReport | None) -> IndexInfo:
+    return IndexInfo(
+        documents=index.documents,
+        chunks=index.size,
+        built=report is not None,
+        skipped=list(index.skipped),
+        seconds=round(report.seconds, 2) if report else 0.0,
+        files=frozenset(chunk.file for chunk in index.chunks),
+        updated_at=datetime.now(UTC).isoformat(timespec="seconds"),
+    )
+
+
+def _changes(before: dict[str, str], after: dict[str, str]) -> tuple[list[str], list[str], list[str]]:
+    """(added, changed, removed) files between two indexes' file -> content hash maps."""
+    added = sorted(after.keys() - before.keys())
+    changed = sorted(f for f in after.keys() & before.keys() if after[f] != before[f])
+    return added, changed, sorted(before.keys() - after.keys())
+
+
+async def _close_later(engine: CragEngine, delay: float) -> None:
+    try:
+        await asyncio.sleep(delay)
+    finally:
+        await engine.close()

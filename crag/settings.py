@@ -5,11 +5,13 @@ Every setting has a default that works on a fresh machine with no keys: the loca
 
 from __future__ import annotations
 
+import hashlib
+import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field, field_validator, model_validator
+from pydantic import BaseModel, Field, PrivateAttr, field_validator, model_validator
 
 from crag import search, web
 from crag.env import EnvSettings
@@ -26,6 +28,16 @@ SECTIONS: dict[str, type[EnvSettings]] = {
 }
 
 
+def default_index_dir(docs_dir: Path) -> Path:
+    """The index folder of a documents folder when CRAG_INDEX_DIR is not set: one per folder (its name
+    and a hash of its absolute path), so that two instances serving different folders never write
+    into the same index."""
+    resolved = docs_dir.expanduser().resolve()
+    digest = hashlib.sha1(str(resolved).encode()).hexdigest()[:8]
+    name = re.sub(r"[^\w.-]+", "_", resolved.name).strip("._") or "docs"
+    return REPO_ROOT / "data" / "indexes" / f"{name}-{digest}"
+
+
 def _known(setting: str, value: str, providers: Mapping[str, str]) -> str:
     value = value.strip().lower()
     if value != "auto" and value not in providers:
@@ -35,7 +47,10 @@ def _known(setting: str, value: str, providers: Mapping[str, str]) -> str:
 
 class CragSettings(EnvSettings):
     docs_dir: Path = Field(default=REPO_ROOT / "sample_docs", alias="CRAG_DOCS_DIR")
-    index_dir: Path = Field(default=REPO_ROOT / "data" / "index", alias="CRAG_INDEX_DIR")
+    # Unset: default_index_dir(docs_dir), filled in after validation.
+    index_dir: Path = Field(default=Path(), alias="CRAG_INDEX_DIR")
+    # Re-index (incrementally) when a file in docs_dir is added, changed or removed, while serving.
+    watch_docs: bool = Field(default=True, alias="CRAG_WATCH_DOCS")
     # Links on cited files: base URL the file path is appended to (e.g. a SharePoint library).
     # Empty: the bot serves the files itself under /docs/ on its public base URL.
     docs_base_url: str = Field(default="", alias="CRAG_DOCS_BASE_URL")
@@ -95,6 +110,25 @@ class CragSettings(EnvSettings):
             if given or name not in data:
                 data[name] = section(**given)
         return data
+
+    _index_dir_derived: bool = PrivateAttr(default=False)
+
+    @model_validator(mode="after")
+    def _index_dir_from_docs_dir(self) -> CragSettings:
+        if "index_dir" not in self.model_fields_set:
+            self.index_dir = default_index_dir(self.docs_dir)
+            self._index_dir_derived = True
+        return self
+
+    def for_docs(self, docs_dir: Path, index_dir: Path | None = None) -> CragSettings:
+        """These settings over another documents folder: its own derived index folder unless
+        index_dir (or CRAG_INDEX_DIR) names one (`python -m crag.ingest DIR` indexes where the bot
+        serving DIR would look)."""
+        if index_dir is None:
+            index_dir = default_index_dir(docs_dir) if self._index_dir_derived else self.index_dir
+        copy = self.model_copy(update={"docs_dir": docs_dir, "index_dir": index_dir})
+        copy._index_dir_derived = self._index_dir_derived and index_dir == default_index_dir(docs_dir)
+        return copy
 
     @field_validator("search_provider")
     @classmethod

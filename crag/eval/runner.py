@@ -40,6 +40,7 @@ async def evaluate(
             update={
                 "docs_dir": dataset.corpus,
                 "index_dir": out_dir / "index",
+                "watch_docs": False,  # a fixed corpus
                 "docs_base_url": "",
                 "web_provider": "serpapi",
                 "serpapi": SerpApiSettings(

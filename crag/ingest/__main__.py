@@ -25,7 +25,12 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m crag.ingest", description=__doc__.split("\n\n")[1])
     parser.add_argument("docs", type=Path, help="folder of documents")
     parser.add_argument("--target", choices=("local", "azure"), default="local")
-    parser.add_argument("--index-dir", type=Path, default=None, help="local index folder (CRAG_INDEX_DIR)")
+    parser.add_argument(
+        "--index-dir",
+        type=Path,
+        default=None,
+        help="local index folder (default: CRAG_INDEX_DIR, else the one the bot derives from DIR)",
+    )
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     if not args.docs.is_dir():
@@ -40,9 +45,9 @@ def main(argv: list[str] | None = None) -> int:
         from crag.ingest.azure_target import ingest_azure
 
         return int(asyncio.run(ingest_azure(args.docs, settings)))
-    index_dir = args.index_dir or settings.index_dir
-    local = settings.model_copy(
-        update={"docs_dir": args.docs, "index_dir": index_dir, "search_provider": "local"}
+    # The folder the bot serving DIR would use (CRAG_INDEX_DIR, else one derived from DIR); no watching.
+    local = settings.for_docs(args.docs, args.index_dir).model_copy(
+        update={"search_provider": "local", "watch_docs": False}
     )
     return asyncio.run(ingest_local(local))
 

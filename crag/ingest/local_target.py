@@ -63,16 +63,36 @@ def load_or_build(
     base_url: str = "",
     progress: Progress | None = None,
     max_tokens: int = 0,
+    fingerprint: dict[str, object] | None = None,
 ) -> tuple[LocalIndex, BuildReport | None]:
-    """Load the index if it matches the documents, otherwise (re)build it (report None: loaded)."""
+    """Load the index if it matches the documents (their fingerprint, when the caller has it),
+    otherwise (re)build it (report None: loaded)."""
     # Hashing every file is the costly part of the check: do it once, for the check and the build.
-    fingerprint = _fingerprint(docs_dir, max_chars, base_url, max_tokens) if docs_dir.is_dir() else None
+    if fingerprint is None and docs_dir.is_dir():
+        fingerprint = _fingerprint(docs_dir, max_chars, base_url, max_tokens)
     if fingerprint is not None and _is_current(index_dir, fingerprint):
         try:
             return LocalIndex.load(index_dir), None
         except (OSError, ValueError, KeyError) as exc:
             log.warning("local index unreadable (%s); rebuilding", exc.__class__.__name__)
     return build_local_index(docs_dir, index_dir, max_chars, base_url, progress, max_tokens, fingerprint)
+
+
+def stale_fingerprint(
+    docs_dir: Path,
+    current_version: str,
+    max_chars: int = 1200,
+    base_url: str = "",
+    max_tokens: int = 0,
+) -> dict[str, object] | None:
+    """The folder's fingerprint when it no longer matches the index of `current_version` (the one
+    serving: pass the fingerprint on to load_or_build); None when it does. Reads only the files'
+    hashes. Compared with the index in memory, not the one stored: another process serving the same
+    folder may have stored the new index already."""
+    if not docs_dir.is_dir():
+        raise FileNotFoundError(f"documents folder not found: {docs_dir}")
+    fingerprint = _fingerprint(docs_dir, max_chars, base_url, max_tokens)
+    return None if index_version(fingerprint) == current_version else fingerprint
 
 
 def build_local_index(
@@ -143,6 +163,7 @@ def build_local_index(
     index = LocalIndex(chunks, bm25, dict(df), documents, extractor)
     index.skipped = skipped
     index.version = index_version(fingerprint)
+    index.hashes = dict(hashes)
     index.dir = index_dir
     report = BuildReport(
         documents=documents,
@@ -192,18 +213,30 @@ def _save(
     shutil.rmtree(old, ignore_errors=True)
 
 
-def _file_hash(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
+# The "hash" of a file that cannot be read: the build then skips it and names it, like a broken file.
+UNREADABLE = "unreadable"
+
+
+def _file_hash(path: Path) -> str | None:
+    """The content hash; None when the file vanished since the folder was listed (a copy or a
+    delete in progress: the watcher sees the next change and indexes again)."""
+    try:
+        return hashlib.sha256(path.read_bytes()).hexdigest()
+    except FileNotFoundError:
+        return None
+    except OSError:
+        return UNREADABLE
 
 
 def _fingerprint(docs_dir: Path, max_chars: int, base_url: str, max_tokens: int) -> dict[str, object]:
     files = discover(docs_dir) if docs_dir.is_dir() else []
+    hashes = {p.relative_to(docs_dir).as_posix(): _file_hash(p) for p in files}
     return {
         "format": INDEX_FORMAT,
         "max_chars": max_chars,
         "max_tokens": max_tokens,
         "base_url": base_url,
-        "files": {p.relative_to(docs_dir).as_posix(): _file_hash(p) for p in files},
+        "files": {rel: digest for rel, digest in hashes.items() if digest is not None},
     }
 
 

@@ -53,6 +53,7 @@ class LocalIndex:
         self.documents = documents
         self.skipped: list[str] = []  # why files were left out, for health and logs
         self.version = ""  # changes whenever the indexed content does (answer cache keys)
+        self.hashes: dict[str, str] = {}  # file -> content hash it was built from (what changed since)
         self._bm25 = bm25
         self._df = doc_freq
         self._n = max(1, len(chunks))
@@ -161,6 +162,7 @@ class LocalIndex:
         index = cls(chunks, bm25, df, int(meta["documents"]), term_extractor())
         index.skipped = list(meta.get("skipped", []))
         index.version = index_version(meta["fingerprint"])
+        index.hashes = dict(meta["fingerprint"].get("files", {}))
         index.dir = index_dir
         return index
 
