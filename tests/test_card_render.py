@@ -35,6 +35,7 @@ from jsonschema import Draft6Validator, ValidationError
 
 from cards.answer_card import card_size
 from tests.card_render_cases import CardCase, build_cases, case_names
+from tests.chromium import CHROMIUM_ARGS as BROWSER_ARGS
 from tests.conftest import ROOT
 
 HERE = ROOT / "tests" / "card_render"
@@ -49,18 +50,7 @@ CHROMIUM = Path("/usr/bin/chromium")
 ARTIFACTS = ROOT / "test-artifacts" / "cards"
 MAX_CARD_BYTES = 28 * 1024  # the "under 28 KB"; cards/answer_card.py aims at 28,000 bytes
 WIDTHS = (400, 600)  # a narrow chat pane and a wide one
-# Headless, and quiet: no sandbox (root in CI), no GPU, nothing fetched from the network.
-CHROMIUM_ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--force-device-scale-factor=1",
-]
+CHROMIUM_ARGS = [*BROWSER_ARGS, "--force-device-scale-factor=1"]  # screenshots at 1 px per CSS px
 NAMES = case_names()
 
 

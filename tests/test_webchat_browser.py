@@ -14,24 +14,14 @@ from pathlib import Path
 import pytest
 
 from tests.apprunner import AppProcess
+from tests.chromium import CHROMIUM_ARGS
 from tests.conftest import ROOT, SAMPLE_DOCS
 from webchat.page import DEFAULT_BUNDLE
 
 CHROMIUM = Path("/usr/bin/chromium")
 QUESTION = "有給休暇の繰越しは最大何日までできますか？"
 SCREENSHOT = ROOT / "test-artifacts" / "webchat.png"
-# Headless, and quiet: no sandbox (root in CI), no GPU, nothing fetched from the network but the page.
 UNKNOWN_ACTION = "Web Chat: received unknown action from Adaptive Cards"
-CHROMIUM_ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
 TIMEOUT_MS = 30_000
 
 pytestmark = [
