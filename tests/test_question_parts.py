@@ -35,3 +35,16 @@ def test_a_question_asking_two_things_has_two_parts(question: str, parts: int) -
 )
 def test_a_question_asking_one_thing_stays_whole(question: str) -> None:
     assert question_parts(question) == [question]
+
+
+def test_the_to_of_toki_is_not_a_conjunction() -> None:
+    # 「失くしたときの」: splitting at that 「と」 gave 「ノートPCを失くした」 and 「きのCSIRTの内線と」.
+    assert question_parts(
+        "ノートPCを失くしたときのCSIRTの内線と、個人情報漏えいの窓口の内線を両方教えて"
+    ) == [
+        "ノートPCを失くしたときのCSIRTの内線",
+        "個人情報漏えいの窓口の内線を両方教えて",
+    ]
+    assert (
+        len(question_parts("さくら寮とみどり寮、寮費はそれぞれ月いくら？")) == 2
+    )  # a real 「AとB、それぞれ」

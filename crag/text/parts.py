@@ -37,7 +37,12 @@ _ASKS = re.compile(
 # "…AのX と、BのY は？": two noun phrases sharing the ask.
 _AND = re.compile(r"(?<=[^\s、,])と[、,]\s*")
 # "AとB、…それぞれ / 両方": one question asked of two things.
-_EACH = re.compile(r"^(?P<a>[^、,と]{2,})と(?P<b>[^、,]{2,})[、,](?P<rest>.*(?:それぞれ|両方|どちらも).*)$")
+# 「と」 of 「とき」「として」「という」「とも」 is not a conjunction (「失くしたときのCSIRT」).
+_NOT_AND = r"(?:き|して|いう|いった|も)"
+_EACH = re.compile(
+    rf"^(?P<a>(?:[^、,と]|と(?={_NOT_AND}))" + r"{2,})" + rf"と(?!{_NOT_AND})"
+    r"(?P<b>[^、,]{2,})[、,](?P<rest>.*(?:それぞれ|両方|どちらも).*)$"
+)
 # Short pieces ("で？", "and?") are not a part of their own.
 _MIN_CHARS = 4
 
