@@ -60,7 +60,7 @@ class _Candidate:
     features: list[float] | None = None  # what the score weighs (None: shares nothing with the question)
     item: bool = False  # a list item (its marker removed from text)
     listed: bool = False  # quoted as an item of the list the previous sentence introduces
-    terms: frozenset[str] = frozenset()  # the sentence's terms, with its source's title and headers
+    terms: frozenset[str] = frozenset()  # the sentence's own terms (what it adds to the answer)
 
 
 @dataclass
