@@ -34,8 +34,9 @@ import numpy as np
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from crag.embed.choice import local_embedder  # noqa: E402
 from crag.embed.index_vectors import IndexVectors  # noqa: E402
-from crag.factory import build_engine, local_embedder  # noqa: E402
+from crag.factory import build_engine  # noqa: E402
 from crag.ingest.local_target import build_local_index, load_or_build  # noqa: E402
 from crag.search.local_index import LocalIndex  # noqa: E402
 from crag.settings import CragSettings  # noqa: E402

