@@ -100,11 +100,6 @@ class TurnState:
     answer: GeneratedAnswer | None = None
 
 
-def decide(graded: Sequence[GradedChunk], upper: float, lower: float) -> tuple[Branch, list[GradedChunk]]:
-    """The CRAG branch and the chunks it keeps (best first)."""
-    return RoutingPolicy(upper=upper, lower=lower).decide(graded)
-
-
 class CragEngine:
     def __init__(
         self,
@@ -419,4 +414,4 @@ async def _ignore(stage: Stage) -> None:
     return None
 
 
-__all__ = ["CragEngine", "EngineConfig", "TurnState", "decide"]
+__all__ = ["CragEngine", "EngineConfig", "TurnState"]

@@ -7,9 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from crag.engine import CragEngine, EngineConfig, decide
+from crag.engine import CragEngine, EngineConfig
 from crag.factory import build_engine, open_local_index
 from crag.models import Branch, Chunk, GradedChunk, WebResult, WebStatus
+from crag.routing import RoutingPolicy
 from crag.settings import CragSettings
 from texts import REFUSAL
 
@@ -143,7 +144,7 @@ def test_decide_uses_thresholds(scores: list[float], branch: Branch, kept: list[
         g = _chunk(i)
         g.score = s
         graded.append(g)
-    got_branch, got_kept = decide(graded, upper=0.8, lower=0.4)
+    got_branch, got_kept = RoutingPolicy(upper=0.8, lower=0.4).decide(graded)
     assert got_branch is branch
     assert [g.score for g in got_kept] == kept
 
@@ -151,8 +152,8 @@ def test_decide_uses_thresholds(scores: list[float], branch: Branch, kept: list[
 def test_decide_honours_other_thresholds() -> None:
     g = _chunk(0)
     g.score = 0.7
-    assert decide([g], upper=0.6, lower=0.3)[0] is Branch.CORRECT
-    assert decide([g], upper=0.95, lower=0.75)[0] is Branch.INCORRECT
+    assert RoutingPolicy(upper=0.6, lower=0.3).decide([g])[0] is Branch.CORRECT
+    assert RoutingPolicy(upper=0.95, lower=0.75).decide([g])[0] is Branch.INCORRECT
 
 
 class _BrokenGrader:
