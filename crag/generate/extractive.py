@@ -135,9 +135,10 @@ class ExtractiveComposer:
                 glue = "\n- " if cand.listed else ("\n" if before.listed else _glue(body))
                 body += glue + cand.text
             # Quoted across languages, the answer says so: the reader may search the source in its own.
+            quoted = detect_language(body)
             note = ""
-            if sources[group[0].source].citation.kind == "document" and detect_language(body) != language:
-                note = t(f"quoted_from.{detect_language(body)}", language)
+            if sources[group[0].source].citation.kind == "document" and quoted != language:
+                note = t(f"quoted_from.{quoted}", language)
             pieces.append((f"{note}{subject}{body} [{n}]", group[-1].listed))
         firsts = {
             n: next(c.source for c in ordered if numbers[c.source] == n) for n in range(1, len(by_key) + 1)

@@ -25,6 +25,8 @@ class LocalKeywordRewriter:
         return " ".join(keywords) if keywords else question.strip()
 
     def standalone(self, question: str, history: Sequence[Turn]) -> str:
+        if not history:  # a first question stands alone: no tokenizing on that path
+            return question
         return in_context(question, history, len(self._extractor.keywords(question)))
 
     async def rewrite_for_web(self, question: str, history: Sequence[Turn]) -> str:
