@@ -173,11 +173,10 @@ async def messages(request: web.Request) -> web.StreamResponse:
 
 async def health(request: web.Request) -> web.Response:
     runtime = request.app[RUNTIME]
+    status, payload = runtime.status()
     if not _may_see_health_details(request):
         # An internet-facing bot tells an anonymous caller whether it is up, not what it holds.
-        status = "ok" if runtime.ready else "error" if runtime.error else "indexing"
-        return web.json_response({"status": status}, status=200 if runtime.ready else 503)
-    status, payload = runtime.status()
+        return web.json_response({"status": payload["status"]}, status=status)
     # Damaged feedback / state files moved aside on this start: someone should look at them.
     storage = request.app[STORAGE]
     moved = runtime.quarantined + (storage.quarantined if isinstance(storage, SqliteStorage) else [])

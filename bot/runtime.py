@@ -36,10 +36,6 @@ class BotRuntime:
         return self.handle.error
 
     @property
-    def ready(self) -> bool:
-        return self.handle.ready
-
-    @property
     def quarantined(self) -> list[str]:
         """Damaged feedback files moved aside on this start (the database or pending lines)."""
         return list(self.feedback.quarantined)

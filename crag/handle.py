@@ -91,10 +91,6 @@ class EngineHandle:
         self._version = ""  # the serving index's content version (embedding appends to index.version)
         self._failed = False  # the last rebuild failed: it is tried once more
 
-    @property
-    def ready(self) -> bool:
-        return self.engine is not None
-
     async def open(self, progress: Progress | None = None, embed_in_background: bool = True) -> None:
         """Open (or build) the local index off the event loop, then create the engine. progress hears
         each file read while the index is built; the vectors are then computed in the background (or
