@@ -50,9 +50,7 @@ __all__ = ["EngineHandle", "IndexInfo", "uses_local_index"]
 class IndexInfo:
     documents: int = 0
     chunks: int = 0
-    built: bool = False  # built on this start (False: loaded from disk)
     skipped: list[str] = field(default_factory=list)
-    seconds: float = 0.0
     remote: bool = False  # documents in a remote index (Azure AI Search): counts are not known here
     provider: str = "local"  # the search provider's name
     files: frozenset[str] = frozenset()  # relative paths the local index holds: what /docs/ may serve
@@ -123,7 +121,7 @@ class EngineHandle:
             self.error = f"index unavailable: {exc.__class__.__name__}"
             log.exception("could not open the local index from %s", settings.docs_dir)
             return
-        self.index = _index_info(index, report)
+        self.index = _index_info(index)
         if not self._build_engine(index):
             return
         self.local_index = index
@@ -235,7 +233,7 @@ class EngineHandle:
         self.local_index = index
         self._version = index.version
         self.report = report
-        self.index = _index_info(index, report)
+        self.index = _index_info(index)
         self.watch.rebuilds += 1
         self.watch.error = ""
         if old is not None:
@@ -382,13 +380,11 @@ class EngineHandle:
             await self.engine.close()
 
 
-def _index_info(index: LocalIndex, report: BuildReport | None) -> IndexInfo:
+def _index_info(index: LocalIndex) -> IndexInfo:
     return IndexInfo(
         documents=index.documents,
         chunks=index.size,
-        built=report is not None,
         skipped=list(index.skipped),
-        seconds=round(report.seconds, 2) if report else 0.0,
         files=frozenset(chunk.file for chunk in index.chunks),
         updated_at=datetime.now(UTC).isoformat(timespec="seconds"),
     )
