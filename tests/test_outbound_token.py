@@ -86,3 +86,24 @@ async def test_a_quick_token_is_fetched_each_turn_and_no_app_id_needs_none() -> 
     anonymous = StallingCredentials(stall=30, app_id="")
     await warm_token(_client(anonymous), 0.1)  # returns at once: nothing to fetch
     assert anonymous.calls == 0
+
+
+async def test_one_user_token_client_per_app_id_not_one_per_activity() -> None:
+    from types import SimpleNamespace as NS
+
+    from botframework.connector.auth import AuthenticationConstants, ClaimsIdentity
+
+    from bot.connector_cache import CachingAuthentication
+
+    config = NS(APP_ID="11111111-2222-3333-4444-555555555555", APP_PASSWORD="secret", APP_TYPE="MultiTenant")
+    authentication = CachingAuthentication(config)
+
+    def claims(app_id: str) -> ClaimsIdentity:
+        return ClaimsIdentity({AuthenticationConstants.AUDIENCE_CLAIM: app_id}, True)
+
+    first = await authentication.create_user_token_client(claims(config.APP_ID))
+    again = await authentication.create_user_token_client(claims(config.APP_ID))
+    assert first is again
+    # Another app's claims are still refused by the SDK, cache or not.
+    with pytest.raises(Exception, match="Invalid app_id"):
+        await authentication.create_user_token_client(claims("99999999-2222-3333-4444-555555555555"))
