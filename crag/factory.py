@@ -31,6 +31,7 @@ from crag.rewrite.llm import LlmRewriter
 from crag.rewrite.local import LocalKeywordRewriter
 from crag.search.local_index import LocalIndex
 from crag.settings import CragSettings
+from crag.text.chunk_terms import ChunkTermsMemo
 from crag.text.stats import FlatStats, TermStats
 from crag.text.tokenize import term_extractor
 
@@ -140,8 +141,11 @@ def build_engine(settings: CragSettings, index: LocalIndex | None) -> CragEngine
     stats: TermStats = index if index is not None else FlatStats(term_extractor())
     rewriter: QueryRewriter = LocalKeywordRewriter(term_extractor())
     # With the local index's embeddings (once built), grading and the extractive answer read meaning too.
-    grader: Grader = LocalGrader(stats, index)
-    generator: AnswerGenerator = ExtractiveComposer(stats, settings.answer_max_chars, vectors=index)
+    chunk_terms = ChunkTermsMemo(stats)  # shared: each retrieved chunk is tokenized once, not twice
+    grader: Grader = LocalGrader(stats, index, chunk_terms=chunk_terms)
+    generator: AnswerGenerator = ExtractiveComposer(
+        stats, settings.answer_max_chars, vectors=index, chunk_terms=chunk_terms
+    )
     refiner: KnowledgeRefiner = PassThroughRefiner()
     closers: list[Closer] = []
     llm = LlmClient.from_settings(settings.llm)

@@ -17,6 +17,7 @@ from typing import Literal
 from crag.grade.semantic import VectorSource, centred
 from crag.models import Citation, GeneratedAnswer, GradedChunk, WebResult
 from crag.protocols import TextSink
+from crag.text.chunk_terms import ChunkTermsMemo
 from crag.text.fact_kind import asked_kinds, kind_signal
 from crag.text.lang import detect_language
 from crag.text.overlap import WeightedQuery, weighted_query
@@ -78,8 +79,11 @@ class ExtractiveComposer:
         max_chars: int = 300,
         vectors: VectorSource | None = None,
         weights: Sequence[float] = SENTENCE_WEIGHTS,
+        chunk_terms: ChunkTermsMemo | None = None,
     ) -> None:
         self._index = index
+        # The grader's memo when built together (crag/factory.py): a chunk is tokenized once.
+        self._chunk_terms = chunk_terms or ChunkTermsMemo(index)
         self._max_chars = max_chars
         # With the index's sentence vectors, a sentence also scores by how close it is in meaning
         # to the question: a paraphrase shares few words with its answer, another language none.
@@ -187,12 +191,12 @@ class ExtractiveComposer:
                 number=0, kind="document", title=c.title, url=c.url, file=c.file, excerpt=c.text[:160]
             )
             sources.append(_Source(citation, g.score))
-            context = frozenset(self._index.terms(" ".join(c.headers)))
+            tokens = self._chunk_terms.of(c)
             candidates.extend(
                 self._sentences(
                     query,
-                    c.text,
-                    context,
+                    [(x.text, frozenset(x.terms)) for x in tokens.sentences],
+                    frozenset(tokens.header_terms),
                     len(sources) - 1,
                     g.score,
                     kinds,
@@ -203,7 +207,8 @@ class ExtractiveComposer:
             citation = Citation(number=0, kind="web", title=w.title, url=w.url, excerpt=w.snippet[:160])
             sources.append(_Source(citation, 0.6))
             context = frozenset(self._index.terms(w.title))
-            sentences = self._sentences(query, w.snippet, context, len(sources) - 1, 0.6, kinds)
+            split = [(x, frozenset(self._index.terms(x))) for x in split_sentences(w.snippet)]
+            sentences = self._sentences(query, split, context, len(sources) - 1, 0.6, kinds)
             if sentences and len(w.snippet) <= WHOLE_SNIPPET_MAX:
                 # A snippet is already the search engine's excerpt around the match, and its answer
                 # often sits in the sentence before or after the one that repeats the question:
@@ -217,7 +222,7 @@ class ExtractiveComposer:
     def _sentences(
         self,
         query: WeightedQuery,
-        text: str,
+        split: Sequence[tuple[str, frozenset[str]]],  # sentences with their terms
         context: frozenset[str],
         source: int,
         weight: float,
@@ -225,8 +230,7 @@ class ExtractiveComposer:
         meaning: dict[str, float] | None = None,
     ) -> list[_Candidate]:
         out = []
-        for order, sentence in enumerate(split_sentences(text)):
-            terms = frozenset(self._index.terms(sentence))  # once: the features and the complement read them
+        for order, (sentence, terms) in enumerate(split):  # terms: the features and the complement read them
             x = self._features(query, sentence, terms, context, order, weight, kinds, meaning)
             # A sentence sharing nothing with the question is kept only as a possible follower.
             score = max(0.0, sum(w * v for w, v in zip(self._weights, x, strict=True))) if x else 0.0

@@ -31,11 +31,11 @@ from dataclasses import dataclass
 from crag.grade.evidence import ChunkSpans, Features, Span, features
 from crag.grade.semantic import VectorSource, evidence
 from crag.models import Chunk
+from crag.text.chunk_terms import ChunkTermsMemo
 from crag.text.fact_kind import asked_kinds, kind_signal
 from crag.text.lang import detect_language
 from crag.text.overlap import WeightedQuery, weighted_query
 from crag.text.question import asks_for_number
-from crag.text.sentences import split_sentences
 from crag.text.stats import TermStats
 
 
@@ -100,8 +100,10 @@ class LocalGrader:
         vectors: VectorSource | None = None,
         cache_size: int = 4096,
         semantic_model: Model | None = None,
+        chunk_terms: ChunkTermsMemo | None = None,
     ) -> None:
         self._index = index
+        self._chunk_terms = chunk_terms or ChunkTermsMemo(index)
         self._vectors = vectors
         self._semantic_model = semantic_model or SEMANTIC
         self._cache: OrderedDict[str, ChunkSpans] = OrderedDict()
@@ -134,7 +136,11 @@ class LocalGrader:
         if question_vector is None:
             return rows, False
         language = detect_language(question)
-        found = [evidence(question_vector, language, c.id, c.framed_text, self._vectors) for c in chunks]
+        languages = [self._chunk_terms.of(c).language for c in chunks]
+        found = [
+            evidence(question_vector, language, c.id, lang, self._vectors)
+            for c, lang in zip(chunks, languages, strict=True)
+        ]
         if any(e is None for e in found):
             return rows, False
         kinds = asked_kinds(question)
@@ -157,11 +163,10 @@ class LocalGrader:
         if cached is not None:
             self._cache.move_to_end(chunk.id)
             return cached
-        terms = self._index.terms
-        header_text = " ".join(dict.fromkeys(chunk.headers))
+        tokens = self._chunk_terms.of(chunk)
         result = ChunkSpans(
-            context=Span.of(terms(header_text), header_text),
-            sentences=tuple(Span.of(terms(s), s) for s in split_sentences(chunk.text)),
+            context=Span.of(list(tokens.header_terms), tokens.header_text),
+            sentences=tuple(Span.of(list(s.terms), s.text) for s in tokens.sentences),
         )
         self._cache[chunk.id] = result
         if len(self._cache) > self._cache_size:

@@ -13,7 +13,6 @@ this is why rather than because the chunk is unrelated.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -22,7 +21,6 @@ import numpy as np
 # cos -> SCALE * (cos - CENTRE): about -0.5 for unrelated pairs, +0.5..0.9 for good matches.
 CENTRE = 0.8
 SCALE = 10.0
-_JAPANESE = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uff66-\uff9f]")
 
 
 class VectorSource(Protocol):
@@ -54,17 +52,12 @@ def centred(cos: float) -> float:
     return max(-3.0, min(3.0, SCALE * (cos - CENTRE)))
 
 
-def language_of(text: str) -> str:
-    """'ja' when at least a fifth of the letters are Japanese (an English chunk may name a 寮)."""
-    letters = [ch for ch in text if ch.isalpha()]
-    if not letters:
-        return "en"
-    japanese = sum(1 for ch in letters if _JAPANESE.match(ch))
-    return "ja" if japanese / len(letters) >= 0.2 else "en"
-
-
 def evidence(
-    question_vector: np.ndarray, question_language: str, chunk_id: str, chunk_text: str, source: VectorSource
+    question_vector: np.ndarray,
+    question_language: str,
+    chunk_id: str,
+    chunk_language: str,
+    source: VectorSource,
 ) -> SemanticEvidence | None:
     """The chunk's semantic evidence, or None when its vectors are not (yet) there."""
     chunk_vector = source.chunk_vector(chunk_id)
@@ -81,6 +74,6 @@ def evidence(
     return SemanticEvidence(
         chunk=centred(chunk_cos),
         sentence=centred(best_cos),
-        cross_language=language_of(chunk_text) != question_language,
+        cross_language=chunk_language != question_language,
         best_sentence=best_text,
     )

@@ -11,3 +11,13 @@ _JAPANESE = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uff66-\uff9f]"
 def detect_language(text: str) -> Literal["ja", "en"]:
     # Any kana or kanji makes a question Japanese: mixed questions ("VPNの設定は？") are common.
     return "ja" if _JAPANESE.search(text) else "en"
+
+
+def passage_language(text: str) -> Literal["ja", "en"]:
+    """'ja' when at least a fifth of a passage's letters are Japanese: an English passage may name
+    a 寮, so one kanji does not make it Japanese as it does a question."""
+    letters = [ch for ch in text if ch.isalpha()]
+    if not letters:
+        return "en"
+    japanese = sum(1 for ch in letters if _JAPANESE.match(ch))
+    return "ja" if japanese / len(letters) >= 0.2 else "en"
