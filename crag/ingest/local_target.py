@@ -7,6 +7,7 @@ writes.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import logging
@@ -14,12 +15,17 @@ import os
 import shutil
 import time
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
 import bm25s
+
+try:
+    import fcntl
+except ImportError:  # Windows
+    fcntl = None  # type: ignore[assignment]
 
 from crag.embed.store import KEYS_FILE, VECTORS_FILE
 from crag.ingest.chunker import chunk_document, document_url
@@ -70,12 +76,31 @@ def load_or_build(
     # Hashing every file is the costly part of the check: do it once, for the check and the build.
     if fingerprint is None and docs_dir.is_dir():
         fingerprint = _fingerprint(docs_dir, max_chars, base_url, max_tokens)
-    if fingerprint is not None and _is_current(index_dir, fingerprint):
+    # Several processes may serve one folder (`app.py --workers N`), and each re-indexes it when a
+    # file changes: the first to take the lock builds, the others wait and then load what it wrote.
+    with build_lock(index_dir):
+        if fingerprint is not None and _is_current(index_dir, fingerprint):
+            try:
+                return LocalIndex.load(index_dir), None
+            except (OSError, ValueError, KeyError) as exc:
+                log.warning("local index unreadable (%s); rebuilding", exc.__class__.__name__)
+        return build_local_index(docs_dir, index_dir, max_chars, base_url, progress, max_tokens, fingerprint)
+
+
+@contextlib.contextmanager
+def build_lock(index_dir: Path) -> Iterator[None]:
+    """An exclusive lock on `<index_dir>.lock` across processes (POSIX flock; released by the kernel
+    when a holder dies). Where flock does not exist (Windows) builds are not serialized."""
+    if fcntl is None:
+        yield
+        return
+    index_dir.parent.mkdir(parents=True, exist_ok=True)
+    with open(index_dir.with_name(index_dir.name + ".lock"), "a+b") as handle:
+        fcntl.flock(handle.fileno(), fcntl.LOCK_EX)
         try:
-            return LocalIndex.load(index_dir), None
-        except (OSError, ValueError, KeyError) as exc:
-            log.warning("local index unreadable (%s); rebuilding", exc.__class__.__name__)
-    return build_local_index(docs_dir, index_dir, max_chars, base_url, progress, max_tokens, fingerprint)
+            yield
+        finally:
+            fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
 
 
 def stale_fingerprint(
