@@ -20,7 +20,8 @@ def test_concurrent_processes_build_the_index_once(tmp_path: Path) -> None:
     docs = tmp_path / "docs"
     docs.mkdir()
     for i in range(30):
-        (docs / f"doc{i}.md").write_text(f"# 規程 {i}\n\n出張の日当は{i}00円です。申請は翌月10日までに行う。\n", "utf-8")
+        text = f"# 規程 {i}\n\n出張の日当は{i}00円です。申請は翌月10日までに行う。\n"
+        (docs / f"doc{i}.md").write_text(text, "utf-8")
     index = tmp_path / "index"
     context = multiprocessing.get_context("spawn")
     with context.Pool(3) as pool:
