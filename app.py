@@ -1,14 +1,17 @@
 """The bot's web app: Bot Framework messages, health, and the local documents the cards link to.
 
-python app.py        # builds or loads the local index, then serves on HOST:PORT
+python app.py                # builds or loads the local index, then serves on HOST:PORT
+python app.py --workers 2    # the same port served by two processes (workers.py)
 """
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import hmac
 import json
 import logging
+import os
 import re
 import sys
 from pathlib import Path
@@ -35,6 +38,7 @@ from texts import language_of, t
 from webchat import setup_webchat
 from webchat.hosts import HostCheck, is_loopback_host, is_loopback_url
 from webchat.jsonbody import loads as load_json
+from workers import WORKER_ID, is_worker, supervise
 
 log = logging.getLogger("app")
 
@@ -194,10 +198,23 @@ def _may_see_health_details(request: web.Request) -> bool:
 
 
 def main() -> None:
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    parser = argparse.ArgumentParser(description="The CRAG bot: Bot Framework messages, /chat and health.")
+    parser.add_argument(
+        "--workers",
+        type=int,
+        metavar="N",
+        help="processes serving the port together (CRAG_WORKERS; default 1)",
+    )
+    args = parser.parse_args()
+    worker = f" w{os.environ[WORKER_ID]}" if is_worker() else ""
+    logging.basicConfig(level=logging.INFO, format=f"%(asctime)s %(levelname)s{worker} %(name)s: %(message)s")
     logging.getLogger("bm25s").setLevel(logging.WARNING)
     try:
         settings = BotSettings()
+        if args.workers is not None:
+            if not 1 <= args.workers <= 64:
+                raise ValueError(f"--workers must be between 1 and 64, not {args.workers}")
+            settings = settings.model_copy(update={"workers": args.workers})
     except Exception as exc:  # pydantic's message names the bad setting
         print(f"invalid settings: {exc}", file=sys.stderr)
         raise SystemExit(2) from None
@@ -217,6 +234,8 @@ def main() -> None:
             "listening on %s WITHOUT authentication (CRAG_ALLOW_REMOTE_UNAUTHENTICATED)", settings.bind_host
         )
     redact.install(redact.secret_values(settings))
+    if settings.workers > 1 and not is_worker():
+        raise SystemExit(supervise(settings, settings.workers))
     auth = "on" if settings.app_id else "off (Emulator / local)"
     log.info("starting on http://%s:%d/api/messages, auth %s", settings.bind_host, settings.port, auth)
     # What to open: the Emulator's endpoint, the Web Chat page, the health check.
@@ -236,6 +255,7 @@ def main() -> None:
         port=settings.port,
         print=None,
         keepalive_timeout=settings.http_client_timeout,
+        reuse_port=is_worker() or None,  # workers share the port; the kernel spreads connections
     )
 
 

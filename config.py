@@ -15,6 +15,8 @@ class BotSettings(CragSettings):
     port: int = Field(default=3978, ge=1, le=65535, alias="PORT")
     # Empty: 127.0.0.1 while no app id is configured (an unauthenticated bot must stay local).
     host: str = Field(default="", alias="HOST")
+    # Processes serving PORT together (SO_REUSEPORT; `python app.py --workers N`): one per core.
+    workers: int = Field(default=1, ge=1, le=64, alias="CRAG_WORKERS")
     feedback_db: Path = Field(default=REPO_ROOT / "data" / "feedback.sqlite3", alias="CRAG_FEEDBACK_DB")
     # Where users reach the bot (for links to local documents); default http://localhost:PORT.
     public_base_url: str = Field(default="", alias="PUBLIC_BASE_URL")

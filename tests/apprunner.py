@@ -21,7 +21,8 @@ def free_port() -> int:
 
 
 class AppProcess:
-    def __init__(self, tmp: Path, docs_dir: Path, **env: str) -> None:
+    def __init__(self, tmp: Path, docs_dir: Path, *args: str, **env: str) -> None:
+        self.args = list(args)  # command-line options of app.py (e.g. "--workers", "2")
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.feedback_db = tmp / "feedback.sqlite3"
@@ -44,7 +45,11 @@ class AppProcess:
     def start(self, timeout: float = 90.0) -> None:
         self._log = self.log_path.open("wb")
         self.proc = subprocess.Popen(
-            [sys.executable, "app.py"], cwd=ROOT, env=self.env, stdout=self._log, stderr=subprocess.STDOUT
+            [sys.executable, "app.py", *self.args],
+            cwd=ROOT,
+            env=self.env,
+            stdout=self._log,
+            stderr=subprocess.STDOUT,
         )
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:

@@ -23,6 +23,8 @@ log = logging.getLogger(__name__)
 
 PATH = "/api/directline/token"
 
+NEEDS_SECRET = "Web Chat needs DIRECT_LINE_SECRET when the bot has a MicrosoftAppId (see README, Web Chat)"
+
 
 class TokenApi:
     def __init__(
@@ -32,7 +34,9 @@ class TokenApi:
         exchange: DirectLineTokenClient | None,
         local: LocalDirectLine | None,
         public_base_url: str = "",
+        not_configured: str = NEEDS_SECRET,
     ) -> None:
+        self._not_configured = not_configured
         self._cors = cors
         self._limiter = limiter
         self._exchange = exchange
@@ -68,8 +72,4 @@ class TokenApi:
         if self._local is not None:
             base = self._public_base_url or f"{request.scheme}://{request.host}"
             return web.json_response({**self._local.issue_token(), "domain": base + LOCAL_PREFIX})
-        raise ApiError(
-            503,
-            "NotConfigured",
-            "Web Chat needs DIRECT_LINE_SECRET when the bot has a MicrosoftAppId (see README, Web Chat)",
-        )
+        raise ApiError(503, "NotConfigured", self._not_configured)

@@ -28,8 +28,8 @@ from webchat.limits import LocalLimits
 from webchat.local_directline import LocalDirectLine
 from webchat.page import DEFAULT_BUNDLE, ChatPage
 from webchat.ratelimit import RateLimiter
+from webchat.token_api import NEEDS_SECRET, TokenApi
 from webchat.token_api import PATH as TOKEN_PATH
-from webchat.token_api import TokenApi
 from webchat.token_exchange import DirectLineTokenClient
 
 log = logging.getLogger(__name__)
@@ -61,9 +61,20 @@ def setup_webchat(
     cors = Cors.from_setting(settings.webchat_allowed_origins)
     exchange = DirectLineTokenClient(settings.direct_line_endpoint, secret) if secret else None
     local: LocalDirectLine | None = None
+    not_configured = NEEDS_SECRET
     # The local Direct Line runs turns without authentication, so it exists only while the bot has
-    # none (no app id): an authenticated bot uses Azure's Direct Line channel and its secret.
-    if not secret and not settings.app_id:
+    # none (no app id): an authenticated bot uses Azure's Direct Line channel and its secret. It keeps
+    # its conversations in this process's memory, so it also needs the one process: with several
+    # workers a conversation's requests would land on processes that never heard of it.
+    if not secret and not settings.app_id and settings.workers > 1:
+        not_configured = (
+            "the local Web Chat runs in a single process: start the bot with one worker (CRAG_WORKERS=1), "
+            "or use the Emulator, Teams or Azure's Direct Line (DIRECT_LINE_SECRET)"
+        )
+        log.warning(
+            "/chat: the local Direct Line is off with %d workers (%s)", settings.workers, not_configured
+        )
+    elif not secret and not settings.app_id:
         local = LocalDirectLine(BotBridge(adapter, logic), settings.bot_name, limits, monotonic, wall_clock)
         app.add_subapp(DIRECTLINE_PREFIX, directline_app(local, cors, settings.port))
         app.add_subapp(CONNECTOR_PREFIX, connector_app(local))
@@ -75,7 +86,7 @@ def setup_webchat(
     ChatPage(settings.bot_name, _page_config(settings), bundle, origins).register(app)
     per_second = settings.webchat_tokens_per_minute / 60
     limiter = RateLimiter(per_second, burst=min(settings.webchat_tokens_per_minute, 5), clock=monotonic)
-    TokenApi(cors, limiter, exchange, local, settings.public_base_url).register(app)
+    TokenApi(cors, limiter, exchange, local, settings.public_base_url, not_configured).register(app)
     if exchange is not None:
         app[TOKEN_EXCHANGE] = exchange
     app.on_startup.append(_start_sweeper)

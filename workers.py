@@ -1,0 +1,117 @@
+"""`python app.py --workers N`: N processes of the app serving one port, so every core answers.
+
+One Python process uses one core: under 50 concurrent conversations the app reached ~100 % of one
+core while the other stayed idle. The supervisor (this module, in the process the user started)
+first opens the local index and computes its vectors, so the workers find both on disk and start
+serving at once instead of each building the same thing. It then starts N `python app.py`
+processes with CRAG_WORKER_ID set; each binds HOST:PORT with SO_REUSEPORT and the kernel spreads
+connections across them. A worker that dies is restarted; SIGINT or SIGTERM stops them all.
+
+Shared between the workers: conversation state and ratings (the SQLite files, whose writers wait
+for each other's locks, or Blob / PostgreSQL), and the index folder (a change is re-indexed once:
+the build lock in crag/ingest/local_target.py; the others load the result). Per worker: the answer
+cache (CRAG_CACHE_URL shares one in Redis) and the local Direct Line, which is therefore off.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from types import FrameType
+
+from config import BotSettings
+from crag.handle import EngineHandle, uses_local_index
+
+log = logging.getLogger("workers")
+
+APP = Path(__file__).resolve().parent / "app.py"
+WORKER_ID = "CRAG_WORKER_ID"  # set in a worker's environment: it serves, never supervises
+# A worker that exits this soon after starting, twice running, will not come up (a port taken by a
+# process without SO_REUSEPORT, a bad setting): stop rather than restart it forever.
+EARLY_EXIT_S = 10.0
+
+
+def is_worker() -> bool:
+    return bool(os.environ.get(WORKER_ID))
+
+
+async def prepare(settings: BotSettings) -> bool:
+    """Build (or load) the local index and its vectors on disk, once, before the workers start.
+    False when the index cannot be opened (the reason is logged)."""
+    if not uses_local_index(settings):
+        return True
+    handle = EngineHandle(settings.model_copy(update={"watch_docs": False}), f"{settings.base_url}/docs")
+    try:
+        await handle.open(embed_in_background=False)
+        if handle.error:
+            return False
+        log.info("computing the index's vectors once for all workers (cached for later starts)")
+        await handle.embed()
+        return True
+    finally:
+        await handle.close()
+
+
+def supervise(settings: BotSettings, workers: int) -> int:
+    """Run `workers` app processes until a signal stops them; the exit code for the command."""
+    if settings.state_storage == "memory":
+        print(
+            "STATE_STORAGE=memory keeps each worker's conversations apart: use sqlite (default), blob or "
+            "cosmos with several workers",
+            file=sys.stderr,
+        )
+        return 2
+    if not asyncio.run(prepare(settings)):
+        print("the local index could not be opened; see the log above", file=sys.stderr)
+        return 1
+    env = {**os.environ, "CRAG_WORKERS": str(workers)}
+    procs: dict[int, tuple[subprocess.Popen[bytes], float]] = {}
+    early: dict[int, int] = {}
+    stopping = False
+
+    def start(i: int) -> None:
+        proc = subprocess.Popen([sys.executable, str(APP)], env={**env, WORKER_ID: str(i + 1)})
+        procs[i] = (proc, time.monotonic())
+        log.info("worker %d started (pid %d)", i + 1, proc.pid)
+
+    def stop(signum: int, _frame: FrameType | None) -> None:
+        nonlocal stopping
+        stopping = True
+        log.info("stopping %d workers (%s)", len(procs), signal.Signals(signum).name)
+        for proc, _ in procs.values():
+            if proc.poll() is None:
+                proc.send_signal(signal.SIGTERM)
+
+    signal.signal(signal.SIGINT, stop)
+    signal.signal(signal.SIGTERM, stop)
+    for i in range(workers):
+        start(i)
+    log.info("%d workers serving http://%s:%d", workers, settings.bind_host, settings.port)
+    code = 0
+    while not stopping:
+        time.sleep(0.5)
+        for i, (proc, started) in list(procs.items()):
+            if proc.poll() is None or stopping:
+                continue
+            early[i] = early.get(i, 0) + 1 if time.monotonic() - started < EARLY_EXIT_S else 0
+            if early[i] >= 2:
+                log.error(
+                    "worker %d exited with %s twice right after starting; stopping", i + 1, proc.returncode
+                )
+                code = 1
+                stop(signal.SIGTERM, None)
+                break
+            log.warning("worker %d exited with %s; restarting it", i + 1, proc.returncode)
+            start(i)
+    for proc, _ in procs.values():
+        try:
+            proc.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+    return code
