@@ -1,11 +1,13 @@
 """Many conversations at once against one app process, with the fake services on loopback.
 
     .venv/bin/python bench/bench_load.py [--conversations 50] [--turns 3] [--llm-ms 300]
+    .venv/bin/python bench/bench_load.py --embedded [--workers 2]
 
 Starts the real app (`python app.py`) on fake OpenAI, Azure AI Search and SerpAPI with latency and a
-fake Bot Connector; measures one user asking questions one after another, then N conversations
-asking at the same time. Prints turns per second, p50 / p95 latency, errors, and the p95 ratio.
-The model-call bound is raised for the run (CRAG_LLM_CONCURRENCY): a real deployment sets it to
+fake Bot Connector (or, with --embedded, on the embedded default over sample_docs/: no services, the
+CPU is the limit, which is what --workers addresses); measures one user asking questions one after
+another, then N conversations asking at the same time. Prints turns per second, p50 / p95 latency,
+errors, and the p95 ratio. The model-call bound is raised for the run (CRAG_LLM_CONCURRENCY): a real deployment sets it to
 what its quota allows.
 """
 
@@ -58,8 +60,11 @@ async def turn(
 
 
 def cpu_seconds(pid: int) -> float:
+    """CPU time of the process and its children (the workers of `--workers N`)."""
     fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    own = (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    children = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
+    return own + sum(cpu_seconds(int(c)) for c in children)
 
 
 def summary(name: str, latencies: list[float], seconds: float, errors: int) -> float:
@@ -74,20 +79,26 @@ def summary(name: str, latencies: list[float], seconds: float, errors: int) -> f
 async def main_async(args: argparse.Namespace) -> None:
     llm, search, serp = SlowOpenAI(args.llm_ms), FakeAzureSearch(), SlowSerpApi(FIXTURES, args.web_ms)
     connector = FakeConnector()
-    for server in (llm, search, serp, connector):
+    servers = [connector] if args.embedded else [llm, search, serp, connector]
+    for server in servers:
         await server.start()
-    serp.current = "w"
-    settings = settings_for(llm, search, serp)
-    assert await ingest_azure(ROOT / "sample_docs", settings) == 0
-    search.delay_s = args.search_ms / 1000
-    env = {
-        **service_env(llm, search, serp),
-        "CRAG_LLM_CONCURRENCY": "256",
-        "CRAG_GRADE_BATCH": "true" if args.batch else "false",
-    }
+    if args.embedded:
+        env = {"CRAG_CACHE_TTL": "0"}
+    else:
+        serp.current = "w"
+        settings = settings_for(llm, search, serp)
+        assert await ingest_azure(ROOT / "sample_docs", settings) == 0
+        search.delay_s = args.search_ms / 1000
+        env = {
+            **service_env(llm, search, serp),
+            "CRAG_LLM_CONCURRENCY": "256",
+            "CRAG_GRADE_BATCH": "true" if args.batch else "false",
+        }
     qs = questions()
+    options = ["--workers", str(args.workers)] if args.workers > 1 else []
+    print(f"{'embedded default' if args.embedded else 'fake services'}, {args.workers} worker(s)", flush=True)
     with tempfile.TemporaryDirectory() as tmp:
-        app = AppProcess(Path(tmp), ROOT / "sample_docs", **env)
+        app = AppProcess(Path(tmp), ROOT / "sample_docs", *options, **env)
         app.start()
         assert app.proc is not None
         print(f"app pid {app.proc.pid}", flush=True)
@@ -122,12 +133,12 @@ async def main_async(args: argparse.Namespace) -> None:
                 many_p95 = summary(f"{args.conversations} conversations", many, seconds, errors)
                 print(f"p95 ratio (concurrent / one user): {many_p95 / single_p95:.2f}")
                 print(
-                    f"app CPU: {cpu:.1f} s over {seconds:.1f} s = {cpu / seconds:.0%} of a core, "
-                    f"{cpu * 1000 / max(1, len(many)):.0f} ms per turn"
+                    f"app CPU (all workers): {cpu:.1f} s over {seconds:.1f} s = "
+                    f"{cpu / seconds:.0%} of a core, {cpu * 1000 / max(1, len(many)):.0f} ms per turn"
                 )
         finally:
             app.stop()
-            for server in (llm, search, serp, connector):
+            for server in servers:
                 await server.stop()
 
 
@@ -140,6 +151,8 @@ def main() -> None:
     parser.add_argument("--search-ms", type=float, default=50)
     parser.add_argument("--web-ms", type=float, default=500)
     parser.add_argument("--batch", action="store_true", help="grade five chunks per model call")
+    parser.add_argument("--embedded", action="store_true", help="the embedded default, no (fake) services")
+    parser.add_argument("--workers", type=int, default=1, help="app.py --workers N")
     asyncio.run(main_async(parser.parse_args()))
 
 
