@@ -7,8 +7,8 @@ Starts the real app (`python app.py`) on fake OpenAI, Azure AI Search and SerpAP
 fake Bot Connector (or, with --embedded, on the embedded default over sample_docs/: no services, the
 CPU is the limit, which is what --workers addresses); measures one user asking questions one after
 another, then N conversations asking at the same time. Prints turns per second, p50 / p95 latency,
-errors, and the p95 ratio. The model-call bound is raised for the run (CRAG_LLM_CONCURRENCY): a real deployment sets it to
-what its quota allows.
+errors, and the p95 ratio. The model-call bound is raised for the run (CRAG_LLM_CONCURRENCY): a
+real deployment sets it to what its quota allows.
 """
 
 from __future__ import annotations
