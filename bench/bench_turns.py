@@ -7,7 +7,8 @@ the real engine answers N questions per branch (the fake grader decides the bran
 is the source flow: rewrite, then each chunk graded one after another, then web rewrite and web
 search, then generation. Prints median / p95 latency, LLM calls per turn, the speed-up and the
 ratio to the critical-path limit: rewrite + search + one grading round + generation, with the web
-path (web rewrite + web search) overlapped. Nothing is asserted: numbers for the notes.
+path overlapped (the web search from the turn's start; with --web-rewrite, the model's web query
+and then the search). Nothing is asserted: numbers for the notes.
 """
 
 from __future__ import annotations
@@ -106,15 +107,30 @@ async def main_async(args: argparse.Namespace) -> None:
         # Ingest (embeddings need none: keyword mode), then add the search latency.
         assert await ingest_azure(ROOT / "sample_docs", base) == 0
         search.delay_s = args.search_ms / 1000
-        optimized = await measure(settings_for(llm, search, serp, CRAG_GRADE_BATCH=args.batch), args.n, llm)
+        optimized = await measure(
+            settings_for(llm, search, serp, CRAG_GRADE_BATCH=args.batch, CRAG_WEB_REWRITE=args.web_rewrite),
+            args.n,
+            llm,
+        )
+        # The source flow: one grading call after another, the model's web query, then the search.
         sequential = await measure(
-            settings_for(llm, search, serp, CRAG_GRADE_CONCURRENCY=1, CRAG_SPECULATIVE_WEB=False), args.n, llm
+            settings_for(
+                llm,
+                search,
+                serp,
+                CRAG_GRADE_CONCURRENCY=1,
+                CRAG_SPECULATIVE_WEB=False,
+                CRAG_WEB_REWRITE=True,
+                CRAG_FOLLOWUPS=False,
+            ),
+            args.n,
+            llm,
         )
     finally:
         for server in (llm, search, serp):
             await server.stop()
     doc_path = args.llm_ms + args.search_ms + args.llm_ms  # rewrite, search, one grading round
-    web_path = args.llm_ms + args.web_ms  # web rewrite, web search
+    web_path = (args.llm_ms if args.web_rewrite else 0) + args.web_ms  # [web rewrite,] web search
     print(
         f"fakes: LLM {args.llm_ms:.0f} ms/call, search {args.search_ms:.0f} ms, web {args.web_ms:.0f} ms; "
         f"top-k 10, {args.n} questions per branch"
@@ -142,6 +158,7 @@ def main() -> None:
     parser.add_argument("--search-ms", type=float, default=50)
     parser.add_argument("--web-ms", type=float, default=500)
     parser.add_argument("--batch", action="store_true", help="grade five chunks per model call")
+    parser.add_argument("--web-rewrite", action="store_true", help="the model writes the web query")
     asyncio.run(main_async(parser.parse_args()))
 
 

@@ -150,7 +150,7 @@ def build_engine(settings: CragSettings, index: LocalIndex | None) -> CragEngine
     closers: list[Closer] = []
     llm = LlmClient.from_settings(settings.llm)
     if llm is not None:
-        rewriter = LlmRewriter(llm, rewriter)
+        rewriter = LlmRewriter(llm, rewriter, settings.web_rewrite)
         grader = LlmGrader(
             llm, grader, settings.grade_concurrency, settings.grade_batch, settings.grade_batch_size
         )

@@ -82,6 +82,7 @@ class ThreadedOpenId:
         self.key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
         self.teams_key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
         self.metadata_requests = 0
+        self.metadata_answered = 0  # metadata answers sent (after the delay)
         owner = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -89,6 +90,7 @@ class ThreadedOpenId:
                 if self.path == "/openid":
                     owner.metadata_requests += 1
                     time.sleep(owner.delay)
+                    owner.metadata_answered += 1
                     body = {"issuer": ISSUER, "jwks_uri": f"{owner.url}/keys"}
                 elif self.path == "/keys":
                     body = {

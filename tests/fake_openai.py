@@ -22,6 +22,8 @@ from crag.eval.loopback import serve_on_loopback
 from crag.llm import prompts
 from texts import REFUSAL
 
+FOLLOWUPS = ["What else should I know?", "Who do I contact?"]
+
 
 def _grams(text: str) -> set[str]:
     text = "".join(unicodedata.normalize("NFKC", text).lower().split())
@@ -93,6 +95,9 @@ class FakeOpenAI:
         if failure == "slow":
             await asyncio.sleep(self.slow_seconds)
         content = "I think this is quite relevant, really." if failure == "junk" else self._answer(task, user)
+        if task == "answer" and prompts.FOLLOWUPS_MARKER in system and content not in REFUSAL.values():
+            # Asked for suggestions after the answer, as a model does: behind the marker.
+            content += f"\n{prompts.FOLLOWUPS_MARKER}\n" + json.dumps(FOLLOWUPS)
         if body.get("stream"):
             return await self._stream(request, body, content)
         return web.json_response(
@@ -161,8 +166,6 @@ class FakeOpenAI:
             return f"{first[:200]} [1]"
         if task == "judge":
             return '{"groundedness": 5, "relevance": 4, "similarity": 3}'
-        if task == "followups":
-            return '["What else should I know?", "Who do I contact?"]'
         return "ok"
 
     def _grade(self, question: str, passage: str) -> float:
@@ -195,7 +198,6 @@ def _task(system: str) -> str:
         ("grade", prompts.GRADE),
         ("grade_batch", prompts.GRADE_BATCH),
         ("refine", prompts.REFINE),
-        ("followups", prompts.FOLLOWUPS),
     ):
         if system == text:
             return name

@@ -58,7 +58,7 @@ async def test_openai_shape_runs_every_stage(fake: FakeOpenAI, index_dir: Path) 
     tasks = [r["task"] for r in fake.chats()]
     assert tasks[0] == "rewrite"
     assert tasks.count("grade") == len(result.graded) > 0
-    assert "answer" in tasks and "followups" in tasks
+    assert "answer" in tasks and "web_rewrite" not in tasks  # follow-ups ride on the answer call
     first = fake.chats()[0]
     assert first["path"] == "/v1/chat/completions"
     assert first["headers"]["Authorization"] == "Bearer sk-test-key"
@@ -217,3 +217,16 @@ async def test_eval_adds_judge_metrics_with_an_llm(fake: FakeOpenAI, tmp_path: P
     assert -1.0 <= metrics["judge.cosine"] <= 1.0
     assert len(fake.chats("judge")) == 3
     assert [r for r in fake.requests if r["kind"] == "embeddings"]
+
+
+def test_the_stream_shows_the_answer_and_never_the_follow_up_suggestions() -> None:
+    from crag.generate.llm import answer_part
+
+    reply = 'Core hours are 10:30 to 14:30 [1].\n[[FOLLOWUPS]]\n["And at the plants?"]'
+    answer = "Core hours are 10:30 to 14:30 [1].\n"
+    shown = [answer_part(reply[:i]) for i in range(len(reply) + 1)]
+    # What the stream shows only grows, is always the beginning of the answer, and ends as all of it.
+    assert all(a == b[: len(a)] for a, b in zip(shown, shown[1:], strict=False))
+    assert all(answer.startswith(s) for s in shown)
+    assert shown[-1] == answer
+    assert "Core hours are 10:30 to 14:30 [1" in shown[len("Core hours are 10:30 to 14:30 [1")]

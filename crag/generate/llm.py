@@ -1,13 +1,12 @@
 """Answer generation with the language model: cited, concise, or the fixed refusal text.
 
-Follow-up suggestions are asked for in parallel with the answer (they depend on the question and
-the sources, not on the answer), so they add no latency. When the model fails, the extractive
-composer answers and the turn says so.
+Follow-up suggestions are asked for in the same call, after the answer and behind a marker that the
+stream holds back: one model call per answer, as the peers make. When the model fails, the
+extractive composer answers and the turn says so.
 """
 
 from __future__ import annotations
 
-import asyncio
 import json
 import logging
 import re
@@ -50,23 +49,21 @@ class LlmGenerator:
         block = "\n\n".join(f"[{c.number}]\n{fence.wrap(_source_text(c, text))}" for c, text in sources)
         user = f"Sources:\n{block}\n\nQuestion: {question}"
         system = prompts.ANSWER.format(refusal=REFUSAL[language])
-        answer_call = (
-            self._llm.chat_stream(system, user, _safe_sink(on_text), max_tokens=700)
-            if on_text is not None
-            else self._llm.chat(system, user, max_tokens=700)
-        )
-        tasks = [answer_call]
+        max_tokens = 700
         if self._followups:
-            tasks.append(self._llm.chat(prompts.FOLLOWUPS, user, max_tokens=200))
-        replies = await asyncio.gather(*tasks, return_exceptions=True)
-        answer = replies[0]
-        if isinstance(answer, BaseException):
-            if not isinstance(answer, LlmUnavailable):
-                raise answer
-            log.warning("generation fell back to the extractive composer: %s", answer)
+            system += prompts.ANSWER_FOLLOWUPS
+            max_tokens += 150
+        try:
+            if on_text is not None:
+                reply = await self._llm.chat_stream(system, user, _safe_sink(on_text), max_tokens=max_tokens)
+            else:
+                reply = await self._llm.chat(system, user, max_tokens=max_tokens)
+        except LlmUnavailable as exc:
+            log.warning("generation fell back to the extractive composer: %s", exc)
             trace.current().notice(Notice.LLM_FALLBACK)
             return await self._fallback.generate(question, language, chunks, web)
-        followups = _followups(replies[1]) if len(replies) > 1 else []
+        answer, _, tail = reply.partition(prompts.FOLLOWUPS_MARKER)
+        followups = _followups(tail) if self._followups else []
         return _finish(answer.strip(), [c for c, _ in sources], language, followups)
 
 
@@ -87,11 +84,24 @@ def _sources(chunks: Sequence[GradedChunk], web: Sequence[WebResult]) -> list[tu
 
 
 def _safe_sink(on_text: TextSink) -> TextSink:
-    # The stream shows the model's text before the card does: it gets the same link policy.
+    # The stream shows the model's text before the card does: it gets the same link policy, and
+    # never the follow-up suggestions after the marker (nor a marker half written).
     async def sink(text: str) -> None:
-        await on_text(safe_markdown(text))
+        await on_text(safe_markdown(answer_part(text)))
 
     return sink
+
+
+def answer_part(text: str) -> str:
+    """The answer in a (possibly partial) reply: what precedes the follow-up marker, without a
+    trailing piece that may be the marker's beginning."""
+    marker = prompts.FOLLOWUPS_MARKER
+    if marker in text:
+        return text.split(marker, 1)[0]
+    for k in range(min(len(marker) - 1, len(text)), 0, -1):
+        if text.endswith(marker[:k]):
+            return text[:-k]
+    return text
 
 
 def _source_text(citation: Citation, text: str) -> str:

@@ -17,14 +17,19 @@ log = logging.getLogger(__name__)
 class LlmRewriter:
     name = "llm-rewrite"
 
-    def __init__(self, llm: LlmClient, fallback: QueryRewriter) -> None:
+    def __init__(self, llm: LlmClient, fallback: QueryRewriter, web_rewrite: bool = True) -> None:
         self._llm = llm
         self._fallback = fallback
+        self._web_rewrite = web_rewrite
 
     async def rewrite(self, question: str, history: Sequence[Turn]) -> str:
         return await self._ask(prompts.REWRITE, question, history, self._fallback.rewrite)
 
     async def rewrite_for_web(self, question: str, history: Sequence[Turn]) -> str:
+        if not self._web_rewrite:
+            # The web search starts with the turn (speculative_web) and would otherwise wait a model
+            # call for its query: the local reading costs a millisecond and no call.
+            return await self._fallback.rewrite_for_web(question, history)
         return await self._ask(prompts.WEB_REWRITE, question, history, self._fallback.rewrite_for_web)
 
     def standalone(self, question: str, history: Sequence[Turn]) -> str:
