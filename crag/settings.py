@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field, PrivateAttr, field_validator, model_validator
+from pydantic import BaseModel, Field, PrivateAttr, SecretStr, field_validator, model_validator
 
 from crag import search, web
 from crag.env import EnvSettings
@@ -86,7 +86,13 @@ class CragSettings(EnvSettings):
     # Start the web search while documents are graded (faster web answers, one more search per turn).
     speculative_web: bool = Field(default=True, alias="CRAG_SPECULATIVE_WEB")
     cache_ttl: float = Field(default=600.0, ge=0, alias="CRAG_CACHE_TTL")  # seconds; 0 turns the cache off
-    cache_size: int = Field(default=1000, ge=0, alias="CRAG_CACHE_SIZE")
+    cache_size: int = Field(default=1000, ge=0, alias="CRAG_CACHE_SIZE")  # entries of the in-memory cache
+    # redis://[:password@]host:port/db (or rediss://): the answer cache in Redis, shared by every
+    # instance; empty: in this process's memory. A secret, since the URL may hold a password.
+    cache_url: SecretStr = Field(default=SecretStr(""), alias="CRAG_CACHE_URL")
+    cache_prefix: str = Field(default="crag:answer:", min_length=1, alias="CRAG_CACHE_PREFIX")
+    # Seconds one Redis call may take before the turn goes on without the cache.
+    cache_timeout: float = Field(default=0.25, gt=0, le=5, alias="CRAG_CACHE_TIMEOUT")
     web_results: int = Field(default=5, ge=1, le=10, alias="CRAG_WEB_RESULTS")
 
     # Each real service's settings in its own model, beside its provider (read from the environment).
@@ -129,6 +135,15 @@ class CragSettings(EnvSettings):
         copy = self.model_copy(update={"docs_dir": docs_dir, "index_dir": index_dir})
         copy._index_dir_derived = self._index_dir_derived and index_dir == default_index_dir(docs_dir)
         return copy
+
+    @field_validator("cache_url")
+    @classmethod
+    def _redis_url(cls, value: SecretStr) -> SecretStr:
+        url = value.get_secret_value().strip()
+        if url and not url.startswith(("redis://", "rediss://", "unix://")):
+            # The value itself stays out of the message: it may hold a password.
+            raise ValueError("CRAG_CACHE_URL must be a redis://, rediss:// or unix:// URL")
+        return SecretStr(url)
 
     @field_validator("search_provider")
     @classmethod
