@@ -12,6 +12,7 @@ Redis costs the turns nothing. The URL may hold a password: it is never logged.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 import json
 import logging
@@ -65,6 +66,10 @@ class RedisAnswerCache:
     ) -> RedisAnswerCache:
         """A client that connects on first use (building it contacts nothing). No retries: redis-py
         retries three times with backoff by default, seconds a turn must not wait for a cache."""
+        url = url.strip()
+        if not url.startswith(("redis://", "rediss://", "unix://")):
+            # Without the value: it may hold a password.
+            raise ValueError("CRAG_CACHE_URL must be a redis://, rediss:// or unix:// URL")
         client = aioredis.Redis.from_url(
             url,
             socket_timeout=timeout_s,
@@ -110,10 +115,8 @@ class RedisAnswerCache:
         await self._call("clear", delete_all, timeout_s=max(self._timeout, 10.0))
 
     async def close(self) -> None:
-        try:
+        with contextlib.suppress(*_UNAVAILABLE):
             await self._client.aclose()
-        except _UNAVAILABLE:
-            pass
 
     @property
     def entries(self) -> None:

@@ -88,7 +88,8 @@ class CragSettings(EnvSettings):
     cache_ttl: float = Field(default=600.0, ge=0, alias="CRAG_CACHE_TTL")  # seconds; 0 turns the cache off
     cache_size: int = Field(default=1000, ge=0, alias="CRAG_CACHE_SIZE")  # entries of the in-memory cache
     # redis://[:password@]host:port/db (or rediss://): the answer cache in Redis, shared by every
-    # instance; empty: in this process's memory. A secret, since the URL may hold a password.
+    # instance; empty: in this process's memory. A secret, since the URL may hold a password (and
+    # checked where the cache is built, not here: pydantic's errors would print the value).
     cache_url: SecretStr = Field(default=SecretStr(""), alias="CRAG_CACHE_URL")
     cache_prefix: str = Field(default="crag:answer:", min_length=1, alias="CRAG_CACHE_PREFIX")
     # Seconds one Redis call may take before the turn goes on without the cache.
@@ -135,15 +136,6 @@ class CragSettings(EnvSettings):
         copy = self.model_copy(update={"docs_dir": docs_dir, "index_dir": index_dir})
         copy._index_dir_derived = self._index_dir_derived and index_dir == default_index_dir(docs_dir)
         return copy
-
-    @field_validator("cache_url")
-    @classmethod
-    def _redis_url(cls, value: SecretStr) -> SecretStr:
-        url = value.get_secret_value().strip()
-        if url and not url.startswith(("redis://", "rediss://", "unix://")):
-            # The value itself stays out of the message: it may hold a password.
-            raise ValueError("CRAG_CACHE_URL must be a redis://, rediss:// or unix:// URL")
-        return SecretStr(url)
 
     @field_validator("search_provider")
     @classmethod
