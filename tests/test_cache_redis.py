@@ -20,7 +20,7 @@ from crag.models import Branch, CragResult, Turn
 from crag.search.local_index import LocalIndex
 from crag.settings import CragSettings
 from support.redact import RedactingFilter, secret_values
-from tests.servers import free_port
+from tests.servers.harness import free_port
 from tests.servers.redis import RedisServer, running_redis
 
 DOCS = {

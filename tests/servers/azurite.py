@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from tests.servers import free_port, unavailable
+from tests.servers.harness import free_port, unavailable
 
 BIN = Path(__file__).resolve().parent / "node_modules" / ".bin" / "azurite-blob"
 START_TIMEOUT_S = 60.0

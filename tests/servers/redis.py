@@ -9,7 +9,7 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from tests.servers import free_port, unavailable
+from tests.servers.harness import free_port, unavailable
 
 START_TIMEOUT_S = 30.0
 
