@@ -96,9 +96,10 @@ async def _cleanup(app: web.Application) -> None:
     if not task.done():
         task.cancel()
     await app[RUNTIME].close()
-    storage = app[STORAGE]
-    if isinstance(storage, SqliteStorage):
-        await storage.close()
+    # SQLite's file and Blob's HTTP session; the SDK's Storage has no close (MemoryStorage, Cosmos).
+    close = getattr(app[STORAGE], "close", None)
+    if close is not None:
+        await close()
 
 
 async def _on_turn_error(context: TurnContext, error: Exception) -> None:

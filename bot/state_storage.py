@@ -156,21 +156,23 @@ def make_storage(settings: BotSettings) -> Storage:
         return MemoryStorage()
     if kind == "sqlite":
         return SqliteStorage(settings.state_db, ttl_days=settings.state_ttl_days)
-    try:  # botbuilder-azure is optional: only multi-instance deployments need it
+    try:  # botbuilder-azure: only multi-instance deployments need it
         from botbuilder.azure import (
-            BlobStorage,
             BlobStorageSettings,
             CosmosDbPartitionedConfig,
             CosmosDbPartitionedStorage,
         )
+
+        from bot.blob_state import BlobStateStorage
     except ImportError as exc:
         raise ValueError(
-            f"STATE_STORAGE={kind} needs the botbuilder-azure package: pip install botbuilder-azure==4.17.1"
+            f"STATE_STORAGE={kind} needs botbuilder-azure and six (requirements.txt): {exc}"
         ) from exc
     if kind == "blob":
         if not settings.azure_storage_connection_string.get_secret_value():
             raise ValueError("STATE_STORAGE=blob needs AZURE_STORAGE_CONNECTION_STRING")
-        return BlobStorage(
+        # The SDK's BlobStorage with its defects worked around (bot/blob_state.py).
+        return BlobStateStorage(
             BlobStorageSettings(
                 container_name=settings.azure_storage_container,
                 connection_string=settings.azure_storage_connection_string.get_secret_value(),

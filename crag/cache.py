@@ -1,9 +1,15 @@
-"""An answer cache: the same question (after normalization) within a TTL gets the same answer,
+"""The answer cache: the same question (after normalization) within a TTL gets the same answer,
 until the document index changes.
 
 Keys hold the index version, so a re-ingest makes every old entry unreachable; the previous
-question is part of the key, so a follow-up is not confused with the same words asked afresh.
-Degraded answers (a provider failed) are not cached: the next asker deserves a fresh try.
+question is part of the key, so a follow-up is not confused with the same words asked afresh; and
+a `scope` ("" today) stands for anything that changes who may see what, so that answers trimmed to
+one permission set are never served to another. Degraded answers (a provider failed) are not
+cached: the next asker deserves a fresh try.
+
+`AnswerCache` is what the engine awaits; `MemoryAnswerCache` (here, the default: one process, no
+setup) and `RedisAnswerCache` (crag/cache_redis.py: shared by every instance of the bot) keep it.
+crag/factory.py chooses one from the settings.
 """
 
 from __future__ import annotations
@@ -16,6 +22,7 @@ from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from typing import Protocol
 
 from crag.models import CragResult, Turn
 
@@ -27,10 +34,31 @@ def normalize_question(text: str) -> str:
     return _TRAILING.sub("", " ".join(text.split()))
 
 
+def cache_key(version: str, question: str, history: Sequence[Turn], scope: str) -> tuple[str, str, str, str]:
+    """What tells two askings apart: the index version, the question and the one it follows
+    (normalized), and the scope."""
+    previous = normalize_question(history[-1].question) if history else ""
+    return (version, normalize_question(question), previous, scope)
+
+
+def cacheable(result: CragResult) -> bool:
+    return not result.notices
+
+
+def served_copy(result: CragResult, question: str) -> CragResult:
+    """A hit as the asker gets it: a new answer id (feedback on this reply must not land on the
+    original asker's answer), a new time, and the asker's own wording of the question."""
+    return result.model_copy(
+        deep=True,
+        update={"id": uuid.uuid4().hex, "created_at": datetime.now(UTC), "question": question},
+    )
+
+
 @dataclass
 class CacheStats:
     hits: int = 0
     misses: int = 0
+    errors: int = 0  # the cache's store could not be reached (counted as misses too)
 
     @property
     def hit_rate(self) -> float:
@@ -38,7 +66,33 @@ class CacheStats:
         return self.hits / total if total else 0.0
 
 
-class AnswerCache:
+class AnswerCache(Protocol):
+    backend: str  # "memory" or "redis", for /api/health
+    stats: CacheStats
+
+    async def get(self, question: str, history: Sequence[Turn], scope: str = "") -> CragResult | None:
+        """A copy of the cached answer (see served_copy), or None. Never raises."""
+        ...
+
+    async def put(self, question: str, history: Sequence[Turn], result: CragResult, scope: str = "") -> None:
+        """Keep the answer unless it is degraded. Never raises."""
+        ...
+
+    async def clear(self) -> None: ...
+
+    async def close(self) -> None: ...
+
+    @property
+    def entries(self) -> int | None:
+        """Entries held, when the cache can tell cheaply (None for a shared store)."""
+        ...
+
+
+class MemoryAnswerCache:
+    """One process's cache: an LRU bounded by max_entries, entries expiring after ttl_s."""
+
+    backend = "memory"
+
     def __init__(
         self,
         ttl_s: float = 600.0,
@@ -50,15 +104,11 @@ class AnswerCache:
         self._max = max_entries
         self._version = version
         self._clock = clock
-        self._entries: OrderedDict[tuple[str, str, str], tuple[float, CragResult]] = OrderedDict()
+        self._entries: OrderedDict[tuple[str, str, str, str], tuple[float, CragResult]] = OrderedDict()
         self.stats = CacheStats()
 
-    def key(self, question: str, history: Sequence[Turn]) -> tuple[str, str, str]:
-        previous = normalize_question(history[-1].question) if history else ""
-        return (self._version(), normalize_question(question), previous)
-
-    def get(self, question: str, history: Sequence[Turn]) -> CragResult | None:
-        key = self.key(question, history)
+    async def get(self, question: str, history: Sequence[Turn], scope: str = "") -> CragResult | None:
+        key = cache_key(self._version(), question, history, scope)
         entry = self._entries.get(key)
         if entry is None or self._clock() - entry[0] > self._ttl:
             if entry is not None:
@@ -67,22 +117,23 @@ class AnswerCache:
             return None
         self._entries.move_to_end(key)
         self.stats.hits += 1
-        # A new answer id: feedback on this reply must not land on the original asker's answer.
-        return entry[1].model_copy(
-            deep=True,
-            update={"id": uuid.uuid4().hex, "created_at": datetime.now(UTC), "question": question},
-        )
+        return served_copy(entry[1], question)
 
-    def put(self, question: str, history: Sequence[Turn], result: CragResult) -> None:
-        if result.notices or self._max <= 0:
+    async def put(self, question: str, history: Sequence[Turn], result: CragResult, scope: str = "") -> None:
+        if not cacheable(result) or self._max <= 0:
             return
-        self._entries[self.key(question, history)] = (self._clock(), result.model_copy(deep=True))
-        self._entries.move_to_end(self.key(question, history))
+        key = cache_key(self._version(), question, history, scope)
+        self._entries[key] = (self._clock(), result.model_copy(deep=True))
+        self._entries.move_to_end(key)
         while len(self._entries) > self._max:
             self._entries.popitem(last=False)
 
-    def clear(self) -> None:
+    async def clear(self) -> None:
         self._entries.clear()
 
-    def __len__(self) -> int:
+    async def close(self) -> None:
+        pass
+
+    @property
+    def entries(self) -> int:
         return len(self._entries)

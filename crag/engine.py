@@ -156,14 +156,14 @@ class CragEngine:
         """One CRAG turn. on_stage hears each stage as it starts and on_text the answer as it is
         written, for clients that show progress; neither changes the result."""
         if self.cache is not None:
-            cached = self.cache.get(question, history)
+            cached = await self.cache.get(question, history)
             if cached is not None:
                 cached.timings_ms = {"cache": 0.0, "total": 0.0}
                 return cached
         with trace.turn_trace() as turn:
             result = await _Turn(self, turn, on_stage or _ignore, on_text).run(question, history)
         if self.cache is not None:
-            self.cache.put(question, history, result)
+            await self.cache.put(question, history, result)
         return result
 
 

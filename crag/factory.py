@@ -8,7 +8,8 @@ from collections.abc import Callable
 from typing import Protocol, cast
 
 from crag import search, web
-from crag.cache import AnswerCache
+from crag.cache import AnswerCache, MemoryAnswerCache
+from crag.cache_redis import RedisAnswerCache
 from crag.engine import CragEngine, EngineConfig
 from crag.generate.extractive import ExtractiveComposer
 from crag.generate.llm import LlmGenerator
@@ -160,6 +161,9 @@ def build_engine(settings: CragSettings, index: LocalIndex | None) -> CragEngine
         closers.append(llm.close)
     searcher = search_provider(settings)[1].build(settings, index, llm)
     closers.extend(searcher.closers)
+    cache = _cache(settings, index)
+    if cache is not None:
+        closers.append(cache.close)
     return CragEngine(
         rewriter=rewriter,
         retriever=searcher.retriever,
@@ -169,15 +173,27 @@ def build_engine(settings: CragSettings, index: LocalIndex | None) -> CragEngine
         config=config,
         refiner=refiner,
         closers=closers,
-        cache=_cache(settings, index),
+        cache=cache,
     )
 
 
 def _cache(settings: CragSettings, index: LocalIndex | None) -> AnswerCache | None:
-    if settings.cache_ttl <= 0 or settings.cache_size <= 0:
+    """Redis when CRAG_CACHE_URL is set, else this process's memory; None when the TTL is 0.
+
+    The version keys answers to the documents: the local index's is a fingerprint of their content
+    (the same on every instance serving the same files). A remote index (Azure AI Search) has none
+    (""): its answers are forgotten only when the TTL runs out, or with a new CRAG_CACHE_PREFIX."""
+    if settings.cache_ttl <= 0:
         return None
     version = (lambda: index.version) if index is not None else (lambda: "")
-    return AnswerCache(settings.cache_ttl, settings.cache_size, version)
+    url = settings.cache_url.get_secret_value()
+    if url:
+        return RedisAnswerCache.from_url(
+            url, settings.cache_ttl, version, settings.cache_prefix, settings.cache_timeout
+        )
+    if settings.cache_size <= 0:
+        return None
+    return MemoryAnswerCache(settings.cache_ttl, settings.cache_size, version)
 
 
 def uses_local_index(settings: CragSettings) -> bool:

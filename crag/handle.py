@@ -320,7 +320,8 @@ class EngineHandle:
         stats = cache.stats
         return {
             "enabled": True,
-            "entries": len(cache),
+            "backend": cache.backend,
+            "entries": cache.entries,
             "hits": stats.hits,
             "misses": stats.misses,
             "hit_rate": round(stats.hit_rate, 3),

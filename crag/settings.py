@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field, PrivateAttr, field_validator, model_validator
+from pydantic import BaseModel, Field, PrivateAttr, SecretStr, field_validator, model_validator
 
 from crag import search, web
 from crag.env import EnvSettings
@@ -90,7 +90,14 @@ class CragSettings(EnvSettings):
     # question, with the previous question's keywords for a follow-up, starts the search at once.
     web_rewrite: bool = Field(default=False, alias="CRAG_WEB_REWRITE")
     cache_ttl: float = Field(default=600.0, ge=0, alias="CRAG_CACHE_TTL")  # seconds; 0 turns the cache off
-    cache_size: int = Field(default=1000, ge=0, alias="CRAG_CACHE_SIZE")
+    cache_size: int = Field(default=1000, ge=0, alias="CRAG_CACHE_SIZE")  # entries of the in-memory cache
+    # redis://[:password@]host:port/db (or rediss://): the answer cache in Redis, shared by every
+    # instance; empty: in this process's memory. A secret, since the URL may hold a password (and
+    # checked where the cache is built, not here: pydantic's errors would print the value).
+    cache_url: SecretStr = Field(default=SecretStr(""), alias="CRAG_CACHE_URL")
+    cache_prefix: str = Field(default="crag:answer:", min_length=1, alias="CRAG_CACHE_PREFIX")
+    # Seconds one Redis call may take before the turn goes on without the cache.
+    cache_timeout: float = Field(default=0.25, gt=0, le=5, alias="CRAG_CACHE_TIMEOUT")
     web_results: int = Field(default=5, ge=1, le=10, alias="CRAG_WEB_RESULTS")
 
     # Each real service's settings in its own model, beside its provider (read from the environment).
