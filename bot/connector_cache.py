@@ -20,7 +20,12 @@ from concurrent.futures import ThreadPoolExecutor
 from botbuilder.integration.aiohttp import ConfigurationBotFrameworkAuthentication
 from botbuilder.schema import Activity
 from botframework.connector import ConnectorClient
-from botframework.connector.auth import AuthenticateRequestResult, ClaimsIdentity, ConnectorFactory, UserTokenClient
+from botframework.connector.auth import (
+    AuthenticateRequestResult,
+    ClaimsIdentity,
+    ConnectorFactory,
+    UserTokenClient,
+)
 from botframework.connector.auth._built_in_bot_framework_authentication import (
     _BuiltinBotFrameworkAuthentication as _Builtin,
 )

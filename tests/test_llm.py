@@ -220,13 +220,15 @@ async def test_eval_adds_judge_metrics_with_an_llm(fake: FakeOpenAI, tmp_path: P
 
 
 def test_the_stream_shows_the_answer_and_never_the_follow_up_suggestions() -> None:
+    from itertools import pairwise
+
     from crag.generate.llm import answer_part
 
     reply = 'Core hours are 10:30 to 14:30 [1].\n[[FOLLOWUPS]]\n["And at the plants?"]'
     answer = "Core hours are 10:30 to 14:30 [1].\n"
     shown = [answer_part(reply[:i]) for i in range(len(reply) + 1)]
     # What the stream shows only grows, is always the beginning of the answer, and ends as all of it.
-    assert all(a == b[: len(a)] for a, b in zip(shown, shown[1:], strict=False))
+    assert all(a == b[: len(a)] for a, b in pairwise(shown))
     assert all(answer.startswith(s) for s in shown)
     assert shown[-1] == answer
     assert "Core hours are 10:30 to 14:30 [1" in shown[len("Core hours are 10:30 to 14:30 [1")]
