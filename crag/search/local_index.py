@@ -152,7 +152,7 @@ class LocalIndex:
         """The index crag.ingest.local_target wrote to index_dir (BM25 memory-mapped)."""
         meta = read_manifest(index_dir)
         with (index_dir / CHUNKS_FILE).open(encoding="utf-8") as f:
-            chunks = [Chunk.model_validate_json(line) for line in f if line.strip()]
+            chunks = _compact([Chunk.model_validate_json(line) for line in f if line.strip()])
         df = json.loads((index_dir / DOC_FREQ_FILE).read_text("utf-8"))
         bm25 = (
             bm25s.BM25.load(str(index_dir / BM25_DIR), mmap=True, show_progress=False)
@@ -165,6 +165,25 @@ class LocalIndex:
         index.hashes = dict(meta["fingerprint"].get("files", {}))
         index.dir = index_dir
         return index
+
+
+def _compact(chunks: list[Chunk]) -> list[Chunk]:
+    """The loaded chunks, sharing what they repeat: the index holds every chunk for as long as it
+    serves. A file's chunks name the same file, title, url and headers (one copy each, not one per
+    chunk), and each pydantic model carries a set of the fields it was given, always all of them
+    here: one set for all (about 0.7 MB per 1,000 chunks). Pydantic copies that set before changing
+    it (model_copy), and adding a field it already holds changes nothing."""
+    strings: dict[str, str] = {}
+    fields: set[str] | None = None
+    for c in chunks:
+        for name in ("file", "title", "url"):
+            value = getattr(c, name)
+            object.__setattr__(c, name, strings.setdefault(value, value))
+        object.__setattr__(c, "headers", [strings.setdefault(h, h) for h in c.headers])
+        fields = fields if fields is not None else c.__pydantic_fields_set__
+        if c.__pydantic_fields_set__ == fields:
+            object.__setattr__(c, "__pydantic_fields_set__", fields)
+    return chunks
 
 
 def read_manifest(index_dir: Path) -> dict[str, Any]:
