@@ -134,7 +134,8 @@ class PendingFile:
     async def replay(self, write: Write, unavailable: Callable[[BaseException], bool]) -> int:
         """Write what the file holds with `write(kind, payload)` (one transaction each); returns the
         rows written. An error for which `unavailable` is true (the database still refuses) puts that
-        entry and the rest back in the file, in order, for the next replay. When another process is
+        entry and the rest back in the file, in order, for the next replay; an entry failing otherwise
+        is moved to a quarantine file. When another process is
         replaying the file, returns 0 and leaves it to that process."""
         self.path.parent.mkdir(parents=True, exist_ok=True)
         with self._replay_lock_path.open("a") as lock:
@@ -162,16 +163,16 @@ class PendingFile:
                 if kind != "answer" and not isinstance(payload, dict):
                     raise ValueError(f"a {kind} entry needs args")
                 result = await write(kind, payload)
-            except (TypeError, ValueError, KeyError) as exc:
-                log.warning("unusable pending %s entry: %s", kind, exc)
+            except Exception as exc:
+                if unavailable(exc):
+                    # Still refused: this and the rest wait for the next replay (order kept).
+                    self.keep(entries[i:])
+                    break
+                # Wrong fields, or data the database rejects: replaying it again would not help, and
+                # it must not hold back the entries after it.
+                log.warning("unusable pending %s entry: %s: %s", kind, type(exc).__name__, exc)
                 unusable.append(json.dumps(item, ensure_ascii=False))
                 continue
-            except Exception as exc:
-                if not unavailable(exc):
-                    raise
-                # Still refused: this and the rest wait for the next replay (order kept).
-                self.keep(entries[i:])
-                break
             if isinstance(result, FeedbackReceipt) and result.outcome is FeedbackOutcome.UNKNOWN_ANSWER:
                 log.warning("pending rating for unknown answer %s dropped", item["args"]["result_id"])
                 continue
