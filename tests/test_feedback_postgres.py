@@ -361,3 +361,24 @@ def test_settings_choose_the_store_and_a_bad_postgres_setting_is_refused_clearly
     # The log filter masks the DSN and, on its own, its password.
     secrets = secret_values(BotSettings(CRAG_POSTGRES_URL=dsn))
     assert dsn in secrets and "Pa55-w0rd-x" in secrets
+
+
+def test_without_postgres_the_tests_skip_unless_services_are_required(tmp_path: Path) -> None:
+    def run(**env: str) -> subprocess.CompletedProcess[str]:
+        clean = {k: v for k, v in os.environ.items() if k != "CRAG_REQUIRE_SERVICES"}
+        nodeid = "tests/test_feedback_postgres.py::test_text_postgres_cannot_hold_is_stored_without_it"
+        return subprocess.run(
+            [sys.executable, "-m", "pytest", "-q", "-rs", "-p", "no:cacheprovider", nodeid],
+            cwd=ROOT,
+            env={**clean, "CRAG_POSTGRES_BINDIR": str(tmp_path / "no-postgres-here"), **env},
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+
+    skipped = run()
+    assert skipped.returncode == 0 and "1 skipped" in skipped.stdout
+    assert "PostgreSQL is not installed" in skipped.stdout
+    required = run(CRAG_REQUIRE_SERVICES="1")
+    assert required.returncode == 1 and "1 error" in required.stdout
+    assert "PostgreSQL is not installed" in required.stdout and "CRAG_REQUIRE_SERVICES=1" in required.stdout

@@ -7,7 +7,7 @@ Fixtures (a pytest plugin: tests/conftest.py lists it in `pytest_plugins`):
 
 initdb and postgres refuse to run as root: as root, they run as the `postgres` system user (runuser),
 in a temp dir owned by it. Without the binaries the tests are skipped, unless CRAG_REQUIRE_SERVICES=1
-(CI): then they fail.
+(CI): then they fail. CRAG_POSTGRES_BINDIR names the binaries' directory when they are elsewhere.
 """
 
 from __future__ import annotations
@@ -30,6 +30,11 @@ SUPERUSER = "postgres"
 
 
 def _bindir() -> Path | None:
+    """Where initdb, pg_ctl and postgres are: CRAG_POSTGRES_BINDIR if set, else PATH, else Debian's
+    /usr/lib/postgresql/<newest>/bin."""
+    chosen = os.environ.get("CRAG_POSTGRES_BINDIR")
+    if chosen:
+        return Path(chosen) if (Path(chosen) / "initdb").is_file() else None
     found = shutil.which("initdb")
     if found:
         return Path(found).parent
