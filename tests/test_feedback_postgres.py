@@ -23,7 +23,7 @@ from bot.runtime import BotRuntime
 from config import BotSettings
 from crag.models import Branch, CragResult
 from feedback.postgres_schema import LATEST, MIGRATIONS, migrate, schema_version
-from feedback.postgres_store import PostgresFeedbackStore
+from feedback.postgres_store import FeedbackDatabaseError, PostgresFeedbackStore
 from feedback.protocol import FeedbackOutcome
 from support.redact import secret_values
 from tests.conftest import ROOT
@@ -277,6 +277,19 @@ async def test_instances_starting_at_once_apply_each_migration_once(
         ).outcome is FeedbackOutcome.STORED
     finally:
         await asyncio.gather(*(s.close() for s in stores))
+
+
+async def test_a_server_that_refuses_the_store_is_a_clear_error_at_start(
+    postgres_server: PostgresServer, tmp_path: Path
+) -> None:
+    missing = f"postgresql://postgres:Xyzzy-pw-123@127.0.0.1:{postgres_server.port}/no_such_database"
+    store = PostgresFeedbackStore(missing, tmp_path / "pg.pending.jsonl")
+    with pytest.raises(FeedbackDatabaseError) as refused:
+        await store.open()
+    message = str(refused.value)
+    assert f"127.0.0.1:{postgres_server.port}/no_such_database refused the store" in message
+    assert 'no_such_database" does not exist' in message and "Xyzzy-pw-123" not in message
+    assert not (tmp_path / "pg.pending.jsonl").exists()
 
 
 def _cli(dsn: str, *args: str) -> subprocess.CompletedProcess[str]:
