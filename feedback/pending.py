@@ -43,6 +43,9 @@ class PendingFile:
     def __init__(self, path: Path, quarantined: list[str]) -> None:
         self.path = path
         self.replaying_path = path.with_suffix(".replaying")
+        # Ratings of answers not (yet) in the database, retried for a while: with several instances,
+        # the answer may wait in another instance's file (see `replay`'s hold_unknown).
+        self.held_path = path.with_suffix(".held.jsonl")
         self._lock_path = path.with_name(path.name + ".lock")
         self._replay_lock_path = path.with_name(path.name + ".replay-lock")
         self.quarantined = quarantined  # the store's list: quarantined lines are reported with its files
@@ -50,6 +53,9 @@ class PendingFile:
     def exists(self) -> bool:
         """Writes are waiting (or a replay was interrupted): new writes must come after them."""
         return self.path.exists() or self.replaying_path.exists()
+
+    def has_held(self) -> bool:
+        return self.held_path.exists()
 
     @contextlib.contextmanager
     def _locked(self) -> Iterator[None]:
@@ -83,17 +89,19 @@ class PendingFile:
         """Move the file to `.replaying` (appending to one a crash left behind) and parse it.
         Lines that are not valid entries (a torn write) go to a quarantine file, logged as an ERROR."""
         with self._locked():
-            if self.path.exists():
+            for source in (self.path, self.held_path):
+                if not source.exists():
+                    continue
                 if self.replaying_path.exists():
                     with self.replaying_path.open("a+", encoding="utf-8") as f:
                         f.seek(0)
                         ends_clean = f.read().endswith("\n") or f.tell() == 0
-                        f.write(("" if ends_clean else "\n") + self.path.read_text("utf-8", errors="replace"))
+                        f.write(("" if ends_clean else "\n") + source.read_text("utf-8", errors="replace"))
                         f.flush()
                         os.fsync(f.fileno())
-                    self.path.unlink()
+                    source.unlink()
                 else:
-                    self.path.rename(self.replaying_path)
+                    source.rename(self.replaying_path)
         if not self.replaying_path.exists():
             return []
         entries: list[dict[str, Any]] = []
@@ -131,12 +139,16 @@ class PendingFile:
             target.name,
         )
 
-    async def replay(self, write: Write, unavailable: Callable[[BaseException], bool]) -> int:
+    async def replay(
+        self, write: Write, unavailable: Callable[[BaseException], bool], hold_unknown: float = 0.0
+    ) -> int:
         """Write what the file holds with `write(kind, payload)` (one transaction each); returns the
         rows written. An error for which `unavailable` is true (the database still refuses) puts that
         entry and the rest back in the file, in order, for the next replay; an entry failing otherwise
-        is moved to a quarantine file. When another process is
-        replaying the file, returns 0 and leaves it to that process."""
+        is moved to a quarantine file. A rating of an answer the database does not have is dropped,
+        unless it was kept less than `hold_unknown` seconds ago: then it is held (`held_path`) and
+        tried again with the next replays. When another process is replaying the file, returns 0 and
+        leaves it to that process."""
         self.path.parent.mkdir(parents=True, exist_ok=True)
         with self._replay_lock_path.open("a") as lock:
             try:
@@ -144,16 +156,19 @@ class PendingFile:
             except BlockingIOError:
                 return 0
             try:
-                return await self._replay(write, unavailable)
+                return await self._replay(write, unavailable, hold_unknown)
             finally:
                 fcntl.flock(lock.fileno(), fcntl.LOCK_UN)
 
-    async def _replay(self, write: Write, unavailable: Callable[[BaseException], bool]) -> int:
+    async def _replay(
+        self, write: Write, unavailable: Callable[[BaseException], bool], hold_unknown: float
+    ) -> int:
         entries = self._take()
         if not entries and not self.replaying_path.exists():
             return 0
         written = 0
         unusable: list[str] = []
+        held: list[dict[str, Any]] = []
         for i, item in enumerate(entries):
             kind = str(item["kind"])
             payload = item.get("row") if kind == "answer" else item.get("args")
@@ -174,12 +189,39 @@ class PendingFile:
                 unusable.append(json.dumps(item, ensure_ascii=False))
                 continue
             if isinstance(result, FeedbackReceipt) and result.outcome is FeedbackOutcome.UNKNOWN_ANSWER:
-                log.warning("pending rating for unknown answer %s dropped", item["args"]["result_id"])
+                if _age(item) < hold_unknown:
+                    held.append(item)
+                else:
+                    log.warning("pending rating for unknown answer %s dropped", item["args"]["result_id"])
                 continue
             written += 1
+        if held:
+            self._hold(held)
         if unusable:
             self._quarantine_lines(unusable, "wrong fields")
         self.replaying_path.unlink(missing_ok=True)
         if written:
             log.info("replayed %d pending feedback writes", written)
         return written
+
+    def _hold(self, entries: list[dict[str, Any]]) -> None:
+        text = "".join(json.dumps(e, ensure_ascii=False) + "\n" for e in entries)
+        with self._locked(), self.held_path.open("a", encoding="utf-8") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+        log.info(
+            "held %d pending rating(s) of answers not in the database yet (kept by another instance?)",
+            len(entries),
+        )
+
+
+def _age(item: dict[str, Any]) -> float:
+    """Seconds since the entry was first kept (infinite when it does not say)."""
+    try:
+        kept_at = datetime.fromisoformat(str(item["kept_at"]))
+    except (KeyError, ValueError):
+        return float("inf")
+    if kept_at.tzinfo is None:
+        return float("inf")
+    return (datetime.now(UTC) - kept_at).total_seconds()

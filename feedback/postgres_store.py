@@ -6,7 +6,10 @@ server cannot be reached (down, refusing connections, restarting, out of connect
 write is retried briefly, then appended and fsynced to the local fallback file (feedback/pending.py)
 and acknowledged as pending; that file is replayed before the next write once the server answers
 again, and at start. After a refusal, writes go straight to the file for a moment instead of each
-waiting for the server again.
+waiting for the server again. A background task also replays the file every few seconds, so it
+drains when no new write comes. With several instances, an answer may wait in one instance's file
+while its rating waits in another's: a rating whose answer is not in the database yet is held and
+retried for an hour before it is dropped.
 
 The schema is brought up to date when the store opens (feedback/postgres_schema.py). A server that
 is down at start does not stop the bot: the schema is applied before the first write that gets
@@ -16,6 +19,7 @@ through. The DSN holds a password: it is never logged (log lines name host, port
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
 import time
@@ -92,6 +96,8 @@ class PostgresFeedbackStore:
         retries: int = 2,
         connect_timeout: float = 5.0,
         command_timeout: float = 10.0,
+        replay_interval: float = 10.0,
+        hold_unknown: float = 3600.0,
     ) -> None:
         check_dsn(dsn)
         self._dsn = dsn
@@ -108,6 +114,9 @@ class PostgresFeedbackStore:
         self._schema_lock = asyncio.Lock()
         self._replay_lock = asyncio.Lock()
         self._refused_until = 0.0
+        self._replay_interval = replay_interval
+        self._hold_unknown = hold_unknown
+        self._replayer: asyncio.Task[None] | None = None
 
     def _describe(self, exc: BaseException) -> str:
         text = f"{type(exc).__name__}: {exc}"
@@ -139,11 +148,17 @@ class PostgresFeedbackStore:
                 self._describe(exc),
                 self.pending_path,
             )
-            return
-        if self.pending.exists():
-            await self.replay_pending()
+        else:
+            if self.pending.exists() or self.pending.has_held():
+                await self.replay_pending()
+        self._replayer = asyncio.create_task(self._replay_loop(), name="feedback-replayer")
 
     async def close(self) -> None:
+        replayer, self._replayer = self._replayer, None
+        if replayer is not None:
+            replayer.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await replayer
         pool, self._pool = self._pool, None
         if pool is None:
             return
@@ -268,10 +283,25 @@ class PostgresFeedbackStore:
                 raise
             self._refused(exc)
             return 0
-        written = await self.pending.replay(self._transaction, unavailable)
+        written = await self.pending.replay(self._transaction, unavailable, self._hold_unknown)
         if self.pending.exists():
             self._refused_until = time.monotonic() + _PAUSE_AFTER_REFUSAL
         return written
+
+    async def _replay_loop(self) -> None:
+        """Replay what waits in the fallback file when no write comes to do it (a quiet instance whose
+        kept answers other instances' ratings need)."""
+        while True:
+            await asyncio.sleep(self._replay_interval)
+            if not (self.pending.exists() or self.pending.has_held()):
+                continue
+            if time.monotonic() < self._refused_until:
+                continue
+            try:
+                async with self._replay_lock:
+                    await self._replay()
+            except Exception:  # a bug must not end the loop: the file is still there for the next try
+                log.exception("replaying %s failed", self.pending_path.name)
 
     async def _with_retries(self, kind: str, payload: Any) -> Any:
         for attempt in range(self._retries + 1):

@@ -36,7 +36,8 @@ def _result(question: str, language: str = "en", branch: Branch = Branch.CORRECT
 
 @pytest.fixture
 async def store(postgres_dsn: str, tmp_path: Path) -> AsyncIterator[PostgresFeedbackStore]:
-    s = PostgresFeedbackStore(postgres_dsn, tmp_path / "pg.pending.jsonl")
+    # No background replay: the tests replay when they mean to (and count what was replayed).
+    s = PostgresFeedbackStore(postgres_dsn, tmp_path / "pg.pending.jsonl", replay_interval=3600)
     await s.open()
     yield s
     await s.close()
@@ -186,6 +187,62 @@ async def test_while_postgres_is_down_writes_are_kept_and_replayed_once_each(
     late = await store.record_feedback(during[0].id, "down", "c", "u2", "emulator")
     assert late.outcome is FeedbackOutcome.UPDATED
     assert await _count(postgres_dsn, "SELECT count(*) FROM answers") == 10
+
+
+async def test_a_rating_and_its_answer_kept_by_two_instances_during_an_outage_land_once(
+    postgres_server: PostgresServer, postgres_dsn: str, tmp_path: Path
+) -> None:
+    one = PostgresFeedbackStore(postgres_dsn, tmp_path / "one.pending.jsonl", replay_interval=3600)
+    two = PostgresFeedbackStore(postgres_dsn, tmp_path / "two.pending.jsonl", replay_interval=3600)
+    await asyncio.gather(one.open(), two.open())
+    try:
+        result = _result("asked of one, rated through two")
+        with postgres_server.stopped():
+            await one.record_answer(result, "c", "asker", "msteams")
+            receipt = await two.record_feedback(result.id, "up", "c", "asker", "msteams")
+            assert receipt.outcome is FeedbackOutcome.PENDING
+        # Two replays first: the answer is still in one's file. The rating is held, not dropped.
+        assert await two.replay_pending() == 0
+        assert two.pending.has_held() and not two.pending.exists()
+        assert await one.replay_pending() == 1
+        assert await two.replay_pending() == 1
+        assert not two.pending.has_held()
+        rows = await one.feedback_rows()
+        assert [(r["result_id"], r["user_id"], r["reaction"]) for r in rows] == [(result.id, "asker", "up")]
+    finally:
+        await asyncio.gather(one.close(), two.close())
+    # Past the hold (here: none), a rating of an answer that never arrives is dropped, as with SQLite.
+    strict = PostgresFeedbackStore(postgres_dsn, tmp_path / "s.pending.jsonl", hold_unknown=0)
+    await strict.open()
+    try:
+        with postgres_server.stopped():
+            await strict.record_feedback("0" * 32, "up", "c", "asker", "msteams")
+        assert await strict.replay_pending() == 0
+        assert not strict.pending.exists() and not strict.pending.has_held()
+    finally:
+        await strict.close()
+
+
+async def test_the_file_is_replayed_in_the_background_without_new_writes(
+    postgres_server: PostgresServer, postgres_dsn: str, tmp_path: Path
+) -> None:
+    store = PostgresFeedbackStore(postgres_dsn, tmp_path / "pg.pending.jsonl", replay_interval=0.05)
+    await store.open()
+    try:
+        result = _result("q")
+        await store.record_answer(result, "c", "u", "emulator")
+        with postgres_server.stopped():
+            receipt = await store.record_feedback(result.id, "down", "c", "u", "emulator")
+            assert receipt.outcome is FeedbackOutcome.PENDING
+        # No write comes: the store's own task replays the file once the server is back.
+        for _ in range(600):
+            if not store.pending.exists():
+                break
+            await asyncio.sleep(0.05)
+        assert not store.pending.exists()
+        assert [r["reaction"] for r in await store.feedback_rows()] == ["down"]
+    finally:
+        await store.close()
 
 
 async def test_a_store_started_while_postgres_is_down_keeps_writes_for_the_next_start(
