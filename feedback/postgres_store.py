@@ -33,14 +33,21 @@ import asyncpg
 from crag.models import CragResult
 from feedback.pending import PendingFile, entry
 from feedback.postgres_schema import migrate, schema_version
-from feedback.protocol import FeedbackOutcome, FeedbackReceipt, Reaction, answer_row, feedback_args
+from feedback.protocol import (
+    FeedbackOutcome,
+    FeedbackReceipt,
+    FeedbackStoreError,
+    Reaction,
+    answer_row,
+    feedback_args,
+)
 
 log = logging.getLogger(__name__)
 
 _PAUSE_AFTER_REFUSAL = 1.0  # seconds during which writes go straight to the fallback file
 
 
-class FeedbackDatabaseError(RuntimeError):
+class FeedbackDatabaseError(FeedbackStoreError):
     """The server answered but refused the store (wrong password, no such database, no rights)."""
 
 

@@ -37,6 +37,11 @@ class FeedbackReceipt:
     language: str = ""  # the rated answer's language, to acknowledge in kind
 
 
+class FeedbackStoreError(RuntimeError):
+    """The database answered but refused the store at start (no such database, wrong password, no
+    rights): a setting to fix, said as such, not a database that is down for a while."""
+
+
 class Feedback(Protocol):
     """A feedback store: every answer given and every rating received."""
 

@@ -223,6 +223,35 @@ async def test_a_rating_and_its_answer_kept_by_two_instances_during_an_outage_la
         await strict.close()
 
 
+async def test_instances_on_one_host_may_share_the_pending_file(
+    postgres_server: PostgresServer, postgres_dsn: str, tmp_path: Path
+) -> None:
+    shared = tmp_path / "shared.pending.jsonl"
+    stores = [PostgresFeedbackStore(postgres_dsn, shared, replay_interval=3600) for _ in range(3)]
+    await asyncio.gather(*(s.open() for s in stores))
+    try:
+        results = [_result(f"q{i}") for i in range(30)]
+        with postgres_server.stopped():
+            for i, r in enumerate(results):
+                await stores[i % 3].record_answer(r, "c", "asker", "emulator")
+            receipts = await asyncio.gather(
+                *(
+                    stores[(i + 1) % 3].record_feedback(r.id, "up", "c", "u", "emulator")
+                    for i, r in enumerate(results)
+                )
+            )
+            assert {r.outcome for r in receipts} == {FeedbackOutcome.PENDING}
+            assert len(shared.read_text("utf-8").splitlines()) == 60
+        # All replay at once: one takes the file, the others leave it to it; each row lands once.
+        replayed = await asyncio.gather(*(s.replay_pending() for s in stores))
+        assert sum(replayed) == 60 and sorted(replayed)[:2] == [0, 0]
+        assert not shared.exists() and not stores[0].pending.replaying_path.exists()
+        assert await _count(postgres_dsn, "SELECT count(*) FROM answer_feedback") == 30
+        assert await _count(postgres_dsn, "SELECT count(*) FROM answers") == 30
+    finally:
+        await asyncio.gather(*(s.close() for s in stores))
+
+
 async def test_the_file_is_replayed_in_the_background_without_new_writes(
     postgres_server: PostgresServer, postgres_dsn: str, tmp_path: Path
 ) -> None:

@@ -18,7 +18,7 @@ from typing import Any
 import aiohttp
 import asyncpg
 
-from tests.apprunner import AppProcess
+from tests.apprunner import AppProcess, free_port
 from tests.conftest import ROOT, SAMPLE_DOCS
 from tests.fakes import FakeConnector, find_by_id, make_activity
 from tests.servers.postgres import PostgresServer
@@ -133,15 +133,31 @@ async def test_two_instances_share_answers_and_ratings_and_survive_postgres_goin
         two.stop()
 
 
-def test_a_postgres_store_without_its_url_is_refused_at_start(tmp_path: Path) -> None:
-    env = {**os.environ, "CRAG_FEEDBACK_STORE": "postgres", "CRAG_DOCS_DIR": str(SAMPLE_DOCS)}
-    env.pop("CRAG_POSTGRES_URL", None)
-    done = subprocess.run(
-        [sys.executable, "app.py"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120
+def test_a_bad_postgres_setting_stops_the_app_at_start_with_a_clear_message(
+    postgres_server: PostgresServer, tmp_path: Path
+) -> None:
+    def start(**settings: str) -> subprocess.CompletedProcess[str]:
+        env = {**os.environ, "CRAG_FEEDBACK_STORE": "postgres", "CRAG_DOCS_DIR": str(SAMPLE_DOCS)}
+        env.pop("CRAG_POSTGRES_URL", None)
+        env.update(
+            CRAG_FEEDBACK_DB=str(tmp_path / "fb.sqlite3"), CRAG_STATE_DB=str(tmp_path / "state.sqlite3")
+        )
+        env.update(CRAG_EMBEDDINGS="off", PORT=str(free_port()), **settings)
+        return subprocess.run(
+            [sys.executable, "app.py"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=120
+        )
+
+    missing = start()
+    assert missing.returncode == 2 and "Traceback" not in missing.stderr
+    assert "invalid settings: CRAG_FEEDBACK_STORE=postgres needs CRAG_POSTGRES_URL" in missing.stderr
+    # The server answers but has no such database: a setting to fix, not an outage to wait out.
+    dsn = f"postgresql://postgres:Pw-n0t-shown@127.0.0.1:{postgres_server.port}/no_such_db"
+    refused = start(CRAG_POSTGRES_URL=dsn)
+    assert refused.returncode == 2 and "Traceback" not in refused.stderr
+    assert (
+        f"invalid settings: feedback database 127.0.0.1:{postgres_server.port}/no_such_db" in refused.stderr
     )
-    assert done.returncode == 2
-    assert "invalid settings: CRAG_FEEDBACK_STORE=postgres needs CRAG_POSTGRES_URL" in done.stderr
-    assert "Traceback" not in done.stderr
+    assert "Pw-n0t-shown" not in refused.stderr + refused.stdout
 
 
 WRITER = textwrap.dedent(
