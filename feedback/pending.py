@@ -198,7 +198,7 @@ class PendingFile:
         if held:
             self._hold(held)
         if unusable:
-            self._quarantine_lines(unusable, "wrong fields")
+            self._quarantine_lines(unusable, "wrong fields, or refused by the database")
         self.replaying_path.unlink(missing_ok=True)
         if written:
             log.info("replayed %d pending feedback writes", written)
