@@ -32,6 +32,7 @@ from bot.runtime import BotRuntime
 from bot.state_storage import SqliteStorage, make_storage
 from config import BotSettings
 from crag.handle import uses_local_index
+from feedback.protocol import FeedbackStoreError
 from support import redact
 from support.logsafe import esc
 from texts import language_of, t
@@ -250,14 +251,18 @@ def main() -> None:
         raise SystemExit(2) from None
     # aiohttp closes a connection that has not sent a whole request (headers) within keepalive_timeout
     # of connecting or of its previous answer: idle and byte-by-byte (slowloris) clients alike.
-    web.run_app(
-        app,
-        host=settings.bind_host,
-        port=settings.port,
-        print=None,
-        keepalive_timeout=settings.http_client_timeout,
-        reuse_port=is_worker() or None,  # workers share the port; the kernel spreads connections
-    )
+    try:
+        web.run_app(
+            app,
+            host=settings.bind_host,
+            port=settings.port,
+            print=None,
+            keepalive_timeout=settings.http_client_timeout,
+            reuse_port=is_worker() or None,  # workers share the port; the kernel spreads connections
+        )
+    except FeedbackStoreError as exc:  # the database answered but refused the store: a setting to fix
+        print(f"invalid settings: {exc}", file=sys.stderr)
+        raise SystemExit(2) from None
 
 
 if __name__ == "__main__":

@@ -17,7 +17,15 @@ class BotSettings(CragSettings):
     host: str = Field(default="", alias="HOST")
     # Processes serving PORT together (SO_REUSEPORT; `python app.py --workers N`): one per core.
     workers: int = Field(default=1, ge=1, le=64, alias="CRAG_WORKERS")
+    # Answers and ratings: sqlite (CRAG_FEEDBACK_DB, no setup, one instance) or postgres (CRAG_POSTGRES_URL,
+    # shared by several instances; the schema is migrated at start and by `python -m feedback migrate`).
+    feedback_store: Literal["sqlite", "postgres"] = Field(default="sqlite", alias="CRAG_FEEDBACK_STORE")
     feedback_db: Path = Field(default=REPO_ROOT / "data" / "feedback.sqlite3", alias="CRAG_FEEDBACK_DB")
+    postgres_url: SecretStr = Field(default=SecretStr(""), alias="CRAG_POSTGRES_URL")  # postgresql://…
+    postgres_pool_size: int = Field(default=10, ge=1, le=200, alias="CRAG_POSTGRES_POOL_SIZE")
+    # Postgres store: writes the server could not take wait in this local file until it is back.
+    # Empty: feedback-postgres.pending.jsonl next to CRAG_FEEDBACK_DB.
+    feedback_pending: str = Field(default="", alias="CRAG_FEEDBACK_PENDING")
     # Where users reach the bot (for links to local documents); default http://localhost:PORT.
     public_base_url: str = Field(default="", alias="PUBLIC_BASE_URL")
     bot_name: str = Field(default="CRAG Assistant", alias="BOT_NAME")
@@ -97,6 +105,14 @@ class BotSettings(CragSettings):
         if self.host:
             return self.host
         return "0.0.0.0" if self.app_id else "127.0.0.1"
+
+    @property
+    def feedback_pending_path(self) -> Path:
+        return (
+            Path(self.feedback_pending)
+            if self.feedback_pending
+            else self.feedback_db.with_name("feedback-postgres.pending.jsonl")
+        )
 
     @property
     def base_url(self) -> str:

@@ -12,7 +12,7 @@ from pydantic import BaseModel, ValidationError, field_validator
 
 from bot.runtime import BotRuntime
 from cards.answer_card import ASK_ACTION, FEEDBACK_ACTION
-from feedback.store import FeedbackOutcome
+from feedback.protocol import FeedbackOutcome
 from support.logsafe import esc
 from texts import Lang, t
 

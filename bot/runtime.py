@@ -6,13 +6,27 @@ from __future__ import annotations
 from bot.doc_links import DocLinks
 from config import BotSettings
 from crag.handle import EngineHandle, IndexInfo
+from feedback.postgres_store import PostgresFeedbackStore
+from feedback.protocol import Feedback
 from feedback.store import FeedbackStore
+
+
+def make_feedback(settings: BotSettings) -> Feedback:
+    """The one place that knows which feedback store the settings chose. A bad setting raises a
+    ValueError that says what is wrong (never the DSN: it may hold a password)."""
+    if settings.feedback_store == "postgres":
+        return PostgresFeedbackStore(
+            settings.postgres_url.get_secret_value(),
+            settings.feedback_pending_path,
+            pool_size=settings.postgres_pool_size,
+        )
+    return FeedbackStore(settings.feedback_db)
 
 
 class BotRuntime:
     def __init__(self, settings: BotSettings) -> None:
         self.settings = settings
-        self.feedback = FeedbackStore(settings.feedback_db)
+        self.feedback = make_feedback(settings)
         self.links = DocLinks.from_settings(
             self.docs_url,
             settings.app_id,

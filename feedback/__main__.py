@@ -1,12 +1,17 @@
-"""python -m feedback export [--format csv|jsonl] [--out FILE] | stats [--db FILE]
+"""python -m feedback [--store sqlite|postgres] [--db FILE] export [--format csv|jsonl] [--out FILE]
+python -m feedback [--store sqlite|postgres] [--db FILE] stats [--json] | migrate
 
-Reads the feedback database the bot writes (CRAG_FEEDBACK_DB, default data/feedback.sqlite3)
-read-only, so it is safe while the bot runs.
+Reads the feedback database the bot writes, so it is safe while the bot runs: the SQLite file
+(CRAG_FEEDBACK_DB, default data/feedback.sqlite3, opened read-only) or, with --store postgres or
+CRAG_FEEDBACK_STORE=postgres, the PostgreSQL database of CRAG_POSTGRES_URL (from the environment only:
+a password on the command line would show in the process list). `migrate` brings the schema up to
+date (the bot also does it at start).
 """
 
 from __future__ import annotations
 
 import argparse
+import asyncio
 import csv
 import json
 import os
@@ -17,6 +22,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from crag.settings import REPO_ROOT
+from support import redact
 
 COLUMNS = [
     "id",
@@ -40,7 +46,7 @@ def default_db() -> Path:
     return Path(os.environ.get("CRAG_FEEDBACK_DB") or REPO_ROOT / "data" / "feedback.sqlite3")
 
 
-def read_rows(db: Path) -> list[dict[str, Any]]:
+def read_sqlite_rows(db: Path) -> list[dict[str, Any]]:
     if not db.is_file():
         raise FileNotFoundError(f"feedback database not found: {db}")
     conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
@@ -51,6 +57,37 @@ def read_rows(db: Path) -> list[dict[str, Any]]:
         ]
     finally:
         conn.close()
+
+
+def read_rows(store: str, db: Path) -> list[dict[str, Any]]:
+    if store == "postgres":
+        from feedback.postgres_store import read_rows as read_postgres_rows
+
+        return asyncio.run(read_postgres_rows(postgres_url(), COLUMNS))
+    return read_sqlite_rows(db)
+
+
+def postgres_url() -> str:
+    return os.environ.get("CRAG_POSTGRES_URL", "")
+
+
+def migrate(store: str, db: Path) -> str:
+    """Bring the schema up to date; returns what was done, in words."""
+    if store == "postgres":
+        from feedback.postgres_store import migrate_database
+
+        applied, version = asyncio.run(migrate_database(postgres_url()))
+        done = f"applied {', '.join(map(str, applied))}" if applied else "nothing to apply"
+        return f"feedback schema at version {version} ({done})"
+    from feedback.store import FeedbackStore
+
+    async def create() -> None:
+        store = FeedbackStore(db)
+        await store.open()
+        await store.close()
+
+    asyncio.run(create())
+    return f"feedback schema of {db} up to date"
 
 
 # A spreadsheet runs a cell that starts with one of these as a formula (=HYPERLINK(…), +cmd|…, @SUM(…));
@@ -102,20 +139,36 @@ def print_stats(summary: dict[str, dict[str, dict[str, int]]], out: TextIO) -> N
         out.write("\n")
 
 
+def _safe(exc: BaseException) -> str:
+    """The error's message, without the DSN or its password should a driver quote them."""
+    text = str(exc) or type(exc).__name__
+    return redact.RedactingFilter(redact.url_secrets(postgres_url())).redact(text)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m feedback", description=__doc__.split("\n\n")[1])
-    parser.add_argument("--db", type=Path, default=None, help="feedback database (default CRAG_FEEDBACK_DB)")
+    parser.add_argument(
+        "--store",
+        choices=("sqlite", "postgres"),
+        default=os.environ.get("CRAG_FEEDBACK_STORE") or "sqlite",
+        help="where the feedback is (default CRAG_FEEDBACK_STORE, else sqlite)",
+    )
+    parser.add_argument("--db", type=Path, default=None, help="SQLite file (default CRAG_FEEDBACK_DB)")
     commands = parser.add_subparsers(dest="command", required=True)
     exp = commands.add_parser("export", help="every rating, as CSV or JSON lines")
     exp.add_argument("--format", choices=("csv", "jsonl"), default="csv")
     exp.add_argument("--out", type=Path, default=None, help="file to write (default: standard output)")
     st = commands.add_parser("stats", help="likes and dislikes by branch and by day")
     st.add_argument("--json", action="store_true", help="machine-readable output")
+    commands.add_parser("migrate", help="bring the database's schema up to date")
     args = parser.parse_args(argv)
     try:
-        rows = read_rows(args.db or default_db())
-    except (FileNotFoundError, sqlite3.Error) as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        if args.command == "migrate":
+            print(migrate(args.store, args.db or default_db()), file=sys.stderr)
+            return 0
+        rows = read_rows(args.store, args.db or default_db())
+    except Exception as exc:  # unreachable server, missing file, no schema, bad setting
+        print(f"error: {_safe(exc)}", file=sys.stderr)
         return 2
     if args.command == "export":
         if args.out:

@@ -8,7 +8,8 @@ One writer: every write goes through a queue to a single task that owns the writ
 commits each item in its own transaction, so a failed write rolls back only itself. A caller is
 answered only after its row was committed, or, when the database keeps refusing (locked by another
 process, disk trouble), after the item was appended and fsynced to `<db>.pending.jsonl`, which is
-replayed before the next write and at start. Reads use a second, read-only connection.
+replayed before the next write and at start (feedback/pending.py). Reads use a second, read-only
+connection.
 """
 
 from __future__ import annotations
@@ -17,18 +18,26 @@ import asyncio
 import contextlib
 import json
 import logging
-import os
 import sqlite3
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from enum import StrEnum
 from pathlib import Path
 from typing import Any, Literal
 
 import aiosqlite
 
 from crag.models import CragResult
-from support.sqlite_file import SqliteFile, open_connection, quarantine_name
+from feedback.pending import PendingFile, entry
+from feedback.protocol import (
+    FeedbackOutcome,
+    FeedbackReceipt,
+    Reaction,
+    answer_row,
+    feedback_args,
+)
+from support.sqlite_file import SqliteFile, open_connection
+
+__all__ = ["FeedbackOutcome", "FeedbackReceipt", "FeedbackStore", "Reaction"]
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS answers (
@@ -67,24 +76,12 @@ CREATE TABLE IF NOT EXISTS answer_feedback (
 
 log = logging.getLogger(__name__)
 
-Reaction = Literal["up", "down"]
+
+def _unavailable(exc: BaseException) -> bool:
+    """SQLite refused the write (locked, disk trouble): keep it in the fallback file."""
+    return isinstance(exc, sqlite3.Error)
 
 
-class FeedbackOutcome(StrEnum):
-    STORED = "stored"
-    UPDATED = "updated"  # the same user changed or repeated their rating
-    UNKNOWN_ANSWER = "unknown_answer"
-    PENDING = "pending"  # the database was busy: kept in the fallback file, written later
-
-
-@dataclass(frozen=True)
-class FeedbackReceipt:
-    outcome: FeedbackOutcome
-    language: str = ""  # the rated answer's language, to acknowledge in kind
-
-
-# Order of replay: answers before what refers to them.
-_KIND_ORDER = {"answer": 0, "message_id": 1, "feedback": 2}
 _BATCH = 64  # items taken from the queue at once (each still committed on its own)
 
 
@@ -95,8 +92,7 @@ class _Job:
     future: asyncio.Future[Any] = field(default_factory=lambda: asyncio.get_running_loop().create_future())
 
     def entry(self) -> dict[str, Any]:
-        key = "row" if self.kind == "answer" else "args"
-        return {"kind": self.kind, key: self.payload}
+        return entry(self.kind, self.payload)
 
     def resolve(self, value: Any) -> None:
         if not self.future.done():  # the caller may have been cancelled meanwhile
@@ -115,7 +111,8 @@ class FeedbackStore(SqliteFile):
         # Writes the database refused (locked, disk trouble) wait here, one JSON line each, until
         # the next successful write or start replays them: an acknowledged rating is never lost.
         self.pending_path = path.with_name(path.name + ".pending.jsonl")
-        self.replaying_path = self.pending_path.with_suffix(".replaying")
+        self.pending = PendingFile(self.pending_path, self.quarantined)
+        self.replaying_path = self.pending.replaying_path
         self._retries = retries
         self._queue: asyncio.Queue[_Job | None] | None = None
         self._writer: asyncio.Task[None] | None = None
@@ -179,21 +176,7 @@ class FeedbackStore(SqliteFile):
         channel_id: str,
         card: dict[str, Any] | None = None,
     ) -> None:
-        row = [
-            result.id,
-            result.created_at.isoformat(),
-            conversation_id,
-            user_id,
-            channel_id,
-            result.language,
-            result.question,
-            result.answer,
-            result.branch.value,
-            json.dumps(result.cited_files, ensure_ascii=False),
-            json.dumps(result.web_urls, ensure_ascii=False),
-            json.dumps(card, ensure_ascii=False) if card else "",
-        ]
-        await self._submit("answer", row)
+        await self._submit("answer", answer_row(result, conversation_id, user_id, channel_id, card))
 
     async def set_message_id(self, result_id: str, message_id: str) -> None:
         """The id the channel gave the answer message: Teams' native feedback refers to it."""
@@ -209,15 +192,7 @@ class FeedbackStore(SqliteFile):
         source: str = "card",
         comment: str = "",
     ) -> FeedbackReceipt:
-        args: dict[str, Any] = {
-            "result_id": result_id,
-            "reaction": reaction,
-            "conversation_id": conversation_id,
-            "user_id": user_id,
-            "channel_id": channel_id,
-            "source": source,
-            "comment": comment,
-        }
+        args = feedback_args(result_id, reaction, conversation_id, user_id, channel_id, source, comment)
         receipt: FeedbackReceipt = await self._submit("feedback", args)
         return receipt
 
@@ -285,9 +260,9 @@ class FeedbackStore(SqliteFile):
         # to the fallback file instead of each waiting out the retries.
         replayed = 0
         down = False
-        if self._has_pending():
-            replayed = await self._replay()
-            down = self.pending_path.exists()
+        if self.pending.exists():
+            replayed = await self.pending.replay(self._transaction, _unavailable)
+            down = self.pending.exists()
         kept: list[_Job] = []
         for job in batch:
             if job.kind == "replay":
@@ -309,7 +284,7 @@ class FeedbackStore(SqliteFile):
             job.resolve(result)
         if kept:
             try:
-                self._keep_pending([job.entry() for job in kept])
+                self.pending.keep([job.entry() for job in kept])
             except OSError as exc:  # neither the database nor the disk took it: no acknowledgement
                 log.error("feedback fallback file %s not writable: %s", self.pending_path, exc)
                 for job in kept:
@@ -410,115 +385,3 @@ class FeedbackStore(SqliteFile):
         )
         outcome = FeedbackOutcome.UPDATED if existed else FeedbackOutcome.STORED
         return FeedbackReceipt(outcome, language)
-
-    # --- the fallback file ----------------------------------------------------------------------
-
-    def _has_pending(self) -> bool:
-        return self.pending_path.exists() or self.replaying_path.exists()
-
-    def _keep_pending(self, entries: list[dict[str, Any]]) -> None:
-        kept_at = datetime.now(UTC).isoformat()
-        text = "".join(
-            json.dumps({**e, "kept_at": e.get("kept_at", kept_at)}, ensure_ascii=False) + "\n"
-            for e in entries
-        )
-        with self.pending_path.open("a", encoding="utf-8") as f:
-            f.write(text)
-            f.flush()
-            os.fsync(f.fileno())
-        log.warning(
-            "feedback database unavailable: kept %d write(s) (%s) in %s",
-            len(entries),
-            ", ".join(sorted({str(e["kind"]) for e in entries})),
-            self.pending_path.name,
-        )
-
-    def _take_pending(self) -> list[dict[str, Any]]:
-        """Move the fallback file to `.replaying` (appending to one a crash left behind) and parse it.
-        Lines that are not valid entries (a torn write) go to a quarantine file, logged as an ERROR."""
-        if self.pending_path.exists():
-            if self.replaying_path.exists():
-                with self.replaying_path.open("a+", encoding="utf-8") as f:
-                    f.seek(0)
-                    ends_clean = f.read().endswith("\n") or f.tell() == 0
-                    f.write(
-                        ("" if ends_clean else "\n") + self.pending_path.read_text("utf-8", errors="replace")
-                    )
-                    f.flush()
-                    os.fsync(f.fileno())
-                self.pending_path.unlink()
-            else:
-                self.pending_path.rename(self.replaying_path)
-        if not self.replaying_path.exists():
-            return []
-        entries: list[dict[str, Any]] = []
-        bad: list[str] = []
-        for line in self.replaying_path.read_text("utf-8", errors="replace").splitlines():
-            if not line.strip():
-                continue
-            try:
-                entry = json.loads(line)
-            except ValueError:
-                bad.append(line)
-                continue
-            if isinstance(entry, dict) and entry.get("kind") in _KIND_ORDER:
-                entries.append(entry)
-            else:
-                bad.append(line)
-        if bad:
-            self._quarantine_lines(bad, "not a valid entry")
-        entries.sort(key=lambda e: _KIND_ORDER[str(e["kind"])])
-        return entries
-
-    def _quarantine_lines(self, lines: list[str], reason: str) -> None:
-        target = quarantine_name(self.pending_path)
-        with target.open("a", encoding="utf-8") as f:
-            f.write("".join(line + "\n" for line in lines))
-            f.flush()
-            os.fsync(f.fileno())
-        self.quarantined.append(str(target))
-        log.error(
-            "%d line(s) of %s could not be replayed (%s): kept in %s",
-            len(lines),
-            self.pending_path.name,
-            reason,
-            target.name,
-        )
-
-    async def _replay(self) -> int:
-        entries = self._take_pending()
-        if not entries and not self.replaying_path.exists():
-            return 0
-        written = 0
-        unusable: list[str] = []
-        for i, entry in enumerate(entries):
-            payload = entry.get("row") if entry["kind"] == "answer" else entry.get("args")
-            try:
-                result = await self._replay_one(str(entry["kind"]), payload)
-            except sqlite3.Error:
-                # Still refused: this and the rest wait for the next write (order kept).
-                self._keep_pending(entries[i:])
-                break
-            except (TypeError, ValueError, KeyError) as exc:
-                log.warning("unusable pending %s entry: %s", entry["kind"], exc)
-                unusable.append(json.dumps(entry, ensure_ascii=False))
-                continue
-            if isinstance(result, FeedbackReceipt) and result.outcome is FeedbackOutcome.UNKNOWN_ANSWER:
-                log.warning("pending rating for unknown answer %s dropped", entry["args"]["result_id"])
-                continue
-            written += 1
-        if unusable:
-            self._quarantine_lines(unusable, "wrong fields")
-        self.replaying_path.unlink(missing_ok=True)
-        if written:
-            log.info("replayed %d pending feedback writes", written)
-        return written
-
-    async def _replay_one(self, kind: str, payload: Any) -> Any:
-        if kind == "answer" and not isinstance(payload, list):
-            raise ValueError("an answer entry needs a row")
-        if kind != "answer" and not isinstance(payload, dict):
-            raise ValueError(f"a {kind} entry needs args")
-        # One attempt (SQLite's busy timeout still waits): a database that is still locked must not
-        # hold every queued write for the length of the retries.
-        return await self._transaction(kind, payload)

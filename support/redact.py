@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import re
 from collections.abc import Iterable
+from urllib.parse import unquote, urlsplit
 
 from pydantic import BaseModel, SecretStr
 
@@ -35,6 +36,15 @@ class RedactingFilter(logging.Filter):
         return _URL_SECRETS.sub(rf"\1{MASK}", text)
 
 
+def url_secrets(secret: str) -> list[str]:
+    """A URL secret (a database DSN) and the password inside it, which a message may quote on its own."""
+    try:
+        password = urlsplit(secret).password
+    except ValueError:
+        password = None
+    return [secret, *((password, unquote(password)) if password else ())] if secret else []
+
+
 def secret_values(settings: BaseModel) -> list[str]:
     """Every non-empty secret of the settings, those of the nested provider settings included."""
     values = []
@@ -42,6 +52,7 @@ def secret_values(settings: BaseModel) -> list[str]:
         value = getattr(settings, name)
         if isinstance(value, SecretStr) and value.get_secret_value():
             values.append(value.get_secret_value())
+            values.extend(url_secrets(value.get_secret_value())[1:])
         elif isinstance(value, BaseModel):
             values.extend(secret_values(value))
     return values

@@ -14,6 +14,9 @@ if str(ROOT) not in sys.path:
 
 from tests.fakes import FakeConnector  # noqa: E402
 
+# Throwaway servers for the tests that use a real service (tests/servers/).
+pytest_plugins = ["tests.servers.postgres"]
+
 SAMPLE_DOCS = ROOT / "sample_docs"
 SHARED_EVAL = ROOT.parent / "shared" / "eval"
 

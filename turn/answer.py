@@ -19,7 +19,7 @@ from config import BotSettings
 from crag.handle import EngineHandle
 from crag.models import CragResult, Turn
 from crag.text.lang import detect_language
-from feedback.store import FeedbackStore
+from feedback.protocol import Feedback
 from replies.teams_message import answer_reply
 from support.logsafe import esc
 from texts import Lang, language_of, t
@@ -38,7 +38,7 @@ class TurnDeps(Protocol):
 
     settings: BotSettings
     handle: EngineHandle  # the engine, once its index is open
-    feedback: FeedbackStore
+    feedback: Feedback
     links: LinkSigner
 
 

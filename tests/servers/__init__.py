@@ -1,0 +1,1 @@
+"""Throwaway servers for tests that need a real service (one module per service)."""

@@ -1,0 +1,123 @@
+"""What the bot and the turn use of a feedback store, whichever database holds it.
+
+Two stores keep this contract: SQLite (feedback/store.py, one file, the zero-setup default) and
+PostgreSQL (feedback/postgres_store.py, shared by several instances). bot/runtime.py picks one from
+the settings; nothing else knows which it is.
+
+The guarantees both give: a caller is answered only after its row was committed, or, when the
+database cannot take it, after it was appended and fsynced to the local fallback file
+(feedback/pending.py) that is replayed later; a rating is one row per (answer, user), a second rating
+by the same user updates it; a rating of an answer the store never gave (or gave in another
+conversation) is refused.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from enum import StrEnum
+from pathlib import Path
+from typing import Any, Literal, Protocol
+
+from crag.models import CragResult
+
+Reaction = Literal["up", "down"]
+
+
+class FeedbackOutcome(StrEnum):
+    STORED = "stored"
+    UPDATED = "updated"  # the same user changed or repeated their rating
+    UNKNOWN_ANSWER = "unknown_answer"
+    PENDING = "pending"  # the database was busy or down: kept in the fallback file, written later
+
+
+@dataclass(frozen=True)
+class FeedbackReceipt:
+    outcome: FeedbackOutcome
+    language: str = ""  # the rated answer's language, to acknowledge in kind
+
+
+class FeedbackStoreError(RuntimeError):
+    """The database answered but refused the store at start (no such database, wrong password, no
+    rights): a setting to fix, said as such, not a database that is down for a while."""
+
+
+class Feedback(Protocol):
+    """A feedback store: every answer given and every rating received."""
+
+    pending_path: Path  # the fallback file of writes the database refused
+    quarantined: list[str]  # damaged files moved aside since the store was created
+
+    async def open(self) -> None: ...
+
+    async def close(self) -> None: ...
+
+    async def record_answer(
+        self,
+        result: CragResult,
+        conversation_id: str,
+        user_id: str,
+        channel_id: str,
+        card: dict[str, Any] | None = None,
+    ) -> None: ...
+
+    async def set_message_id(self, result_id: str, message_id: str) -> None: ...
+
+    async def record_feedback(
+        self,
+        result_id: str,
+        reaction: Reaction,
+        conversation_id: str,
+        user_id: str,
+        channel_id: str,
+        source: str = "card",
+        comment: str = "",
+    ) -> FeedbackReceipt: ...
+
+    async def replay_pending(self) -> int: ...
+
+    async def answer_for_message(self, conversation_id: str, message_id: str | None) -> str | None: ...
+
+    async def stored_card(self, result_id: str) -> dict[str, Any] | None: ...
+
+    async def feedback_rows(self) -> list[dict[str, Any]]: ...
+
+
+def answer_row(
+    result: CragResult, conversation_id: str, user_id: str, channel_id: str, card: Any
+) -> list[str]:
+    """An answer as the 12 text fields both stores write (and the fallback file keeps)."""
+    return [
+        result.id,
+        result.created_at.isoformat(),
+        conversation_id,
+        user_id,
+        channel_id,
+        result.language,
+        result.question,
+        result.answer,
+        result.branch.value,
+        json.dumps(result.cited_files, ensure_ascii=False),
+        json.dumps(result.web_urls, ensure_ascii=False),
+        json.dumps(card, ensure_ascii=False) if card else "",
+    ]
+
+
+def feedback_args(
+    result_id: str,
+    reaction: Reaction,
+    conversation_id: str,
+    user_id: str,
+    channel_id: str,
+    source: str,
+    comment: str,
+) -> dict[str, Any]:
+    return {
+        "result_id": result_id,
+        "reaction": reaction,
+        "conversation_id": conversation_id,
+        "user_id": user_id,
+        "channel_id": channel_id,
+        "source": source,
+        "comment": comment,
+    }
