@@ -48,7 +48,15 @@ class BotSettings(CragSettings):
     azure_storage_connection_string: SecretStr = Field(
         default=SecretStr(""), alias="AZURE_STORAGE_CONNECTION_STRING"
     )
-    azure_storage_container: str = Field(default="bot-state", alias="AZURE_STORAGE_CONTAINER")
+    # Azure's rule for container names (3-63 lowercase letters, digits and single hyphens inside),
+    # checked at start: a bad name would fail every turn on first use instead.
+    azure_storage_container: str = Field(
+        default="bot-state",
+        min_length=3,
+        max_length=63,
+        pattern=r"^[a-z0-9]+(-[a-z0-9]+)*$",
+        alias="AZURE_STORAGE_CONTAINER",
+    )
     cosmos_endpoint: str = Field(default="", alias="COSMOS_ENDPOINT")
     cosmos_key: SecretStr = Field(default=SecretStr(""), alias="COSMOS_KEY")
     cosmos_database: str = Field(default="crag-bot", alias="COSMOS_DATABASE")

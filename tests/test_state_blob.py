@@ -297,3 +297,10 @@ async def test_a_conversation_goes_on_on_another_instance(
         for storage in storages:
             await storage.close()
         await runtime.close()
+
+
+@pytest.mark.parametrize("name", ["Bot_State", "ab", "a--b", "-state", "x" * 64])
+def test_a_container_name_azure_refuses_is_refused_at_start(name: str) -> None:
+    # Otherwise every turn fails with "InvalidResourceName" on first use.
+    with pytest.raises(ValueError, match="AZURE_STORAGE_CONTAINER"):
+        BotSettings(STATE_STORAGE="blob", AZURE_STORAGE_CONTAINER=name)
