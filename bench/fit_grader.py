@@ -67,9 +67,12 @@ async def collect(dataset_dir: Path, work: Path, semantic: bool) -> Rows:
     assert isinstance(grader, LocalGrader)
     rows = []
     for q in ds.questions:
+        # As the engine reads the turn: a follow-up is searched and graded with the question it
+        # leans on (crag/engine.py), not as the few words the employee typed.
+        standalone = engine.rewriter.standalone(q.question, q.history or [])
         query = await engine.rewriter.rewrite(q.question, q.history or [])
-        hits = await engine.retriever.search(query, settings.top_k, q.question)
-        vectors, used = await grader.feature_rows(q.question, [g.chunk for g in hits], semantic)
+        hits = await engine.retriever.search(query, settings.top_k, standalone)
+        vectors, used = await grader.feature_rows(standalone, [g.chunk for g in hits], semantic)
         if semantic and hits and not used:
             raise SystemExit(f"--semantic: {ds.root.name} has chunks without vectors")
         groups = q.answers_all or [q.answers]
