@@ -25,6 +25,10 @@ the corpus cannot answer) stays within `--max-wrong` on every fitted dataset.
 refit: it picks the answer-holding chunk more often (business-dev top-1 0.60 -> 0.73 with the answer-
 kind signal), which is what a confidently-wrong limit rewards. The proxy misses answers that quote the
 wrong sentence of the right chunk: check the anchor with `python -m crag.eval --sweep`.
+
+`--floor-on NAME` chooses the lower anchor on one fitted dataset instead of `upper - band`: where the
+answerable questions whose best chunk holds the answer and reaches it, minus the unanswerable
+questions that reach it, peak (floor()). Pass the set written as employees ask (eval/sample-docs).
 """
 
 from __future__ import annotations
