@@ -25,6 +25,10 @@ the corpus cannot answer) stays within `--max-wrong` on every fitted dataset.
 refit: it picks the answer-holding chunk more often (business-dev top-1 0.60 -> 0.73 with the answer-
 kind signal), which is what a confidently-wrong limit rewards. The proxy misses answers that quote the
 wrong sentence of the right chunk: check the anchor with `python -m crag.eval --sweep`.
+
+`--floor-on NAME` chooses the lower anchor on one fitted dataset instead of `upper - band`: where the
+answerable questions whose best chunk holds the answer and reaches it, minus the unanswerable
+questions that reach it, peak (floor()). Pass the set written as employees ask (eval/sample-docs).
 """
 
 from __future__ import annotations
@@ -67,9 +71,12 @@ async def collect(dataset_dir: Path, work: Path, semantic: bool) -> Rows:
     assert isinstance(grader, LocalGrader)
     rows = []
     for q in ds.questions:
+        # As the engine reads the turn: a follow-up is searched and graded with the question it
+        # leans on (crag/engine.py), not as the few words the employee typed.
+        standalone = engine.rewriter.standalone(q.question, q.history or [])
         query = await engine.rewriter.rewrite(q.question, q.history or [])
-        hits = await engine.retriever.search(query, settings.top_k, q.question)
-        vectors, used = await grader.feature_rows(q.question, [g.chunk for g in hits], semantic)
+        hits = await engine.retriever.search(query, settings.top_k, standalone)
+        vectors, used = await grader.feature_rows(standalone, [g.chunk for g in hits], semantic)
         if semantic and hits and not used:
             raise SystemExit(f"--semantic: {ds.root.name} has chunks without vectors")
         groups = q.answers_all or [q.answers]
@@ -158,6 +165,21 @@ def wrong_share(z: np.ndarray, inside: np.ndarray, holds: np.ndarray, upper: flo
     return float(((z >= upper) & (~inside | ~holds)).sum() / len(z))
 
 
+def floor(z: np.ndarray, inside: np.ndarray, holds: np.ndarray, upper: float) -> float:
+    """The lower anchor: the highest logit below `upper` that maximises the answerable questions
+    whose best chunk holds the answer and reaches it (their answer can quote the gold) minus the
+    questions the corpus cannot answer that reach it (they are shown a passage that does not answer
+    them). Both count one: a passage shown beside the web results, marked as not from the documents
+    alone, costs such a question about what it gains an answerable one."""
+    best, best_gain = upper, 0
+    for lower in np.arange(upper, -8.0, -0.05):
+        shown = z >= lower
+        gain = int((shown & inside & holds).sum()) - int((shown & ~inside).sum())
+        if gain > best_gain:
+            best, best_gain = float(lower), gain
+    return best
+
+
 def train(
     data: dict[str, Rows], band: float, max_wrong: float = 1.0, per_chunk: bool = False
 ) -> tuple[np.ndarray, float]:
@@ -219,6 +241,12 @@ def main() -> None:
     parser.add_argument(
         "--per-chunk", action="store_true", help="per-chunk answer model, without the routing refit"
     )
+    parser.add_argument(
+        "--floor-on",
+        default=None,
+        metavar="NAME",
+        help="a fitted dataset's name: choose the lower anchor on it (floor()) instead of upper - band",
+    )
     parser.add_argument("--table", action="store_true", help="print accuracy for a range of anchors")
     parser.add_argument(
         "--cv", type=int, default=0, metavar="K", help="also report K-fold cross-validated accuracy"
@@ -231,6 +259,12 @@ def main() -> None:
     weights = ", ".join(f"{v:.3f}" for v in w[:-1])
     name = "SEMANTIC" if args.semantic else "LEXICAL"
     lower = upper - args.band
+    if args.floor_on is not None:
+        if args.floor_on not in data:
+            raise SystemExit(f"--floor-on: {args.floor_on} is not one of the fitted datasets")
+        rows = data[args.floor_on]
+        inside = np.array([r[0] for r in rows])
+        lower = floor(question_logits(w, rows), inside, best_holds_answer(w, rows), upper)
     print(f"{name} = Model(weights=({weights}), bias={w[-1]:.3f}, upper={upper:.2f}, lower={lower:.2f})")
     for label, sets in (("fitted", data), ("held out", held)):
         for set_name, rows in sets.items():
@@ -238,10 +272,15 @@ def main() -> None:
             inside = np.array([r[0] for r in rows])
             holds = best_holds_answer(w, rows)
             routed = float(((z >= upper) & inside).sum()) / max(1, int(inside.sum()))
+            # What the lower anchor decides: answers that can quote the gold, and questions the
+            # corpus cannot answer that are shown a passage anyway.
+            kept = float(((z >= lower) & inside & holds).sum()) / max(1, int(inside.sum()))
+            shown = float(((z >= lower) & ~inside).sum()) / max(1, int((~inside).sum()))
             print(
                 f"{label} {set_name}: routing accuracy {accuracy(z, inside, upper, args.band):.3f}, "
                 f"confidently-wrong proxy {wrong_share(z, inside, holds, upper):.3f}, "
-                f"answerable routed to documents {routed:.3f}"
+                f"answerable routed to documents {routed:.3f}, answer chunk kept {kept:.3f}, "
+                f"unanswerable shown a passage {shown:.3f}"
             )
     if args.cv > 1:
         for set_name, acc in cross_validate(data, args.band, args.cv, args.max_wrong, args.per_chunk).items():
