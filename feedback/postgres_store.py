@@ -30,7 +30,6 @@ from urllib.parse import unquote, urlsplit
 
 import asyncpg
 
-from crag.models import CragResult
 from feedback.pending import PendingFile, entry
 from feedback.postgres_schema import migrate, schema_version
 from feedback.protocol import (
@@ -38,8 +37,7 @@ from feedback.protocol import (
     FeedbackReceipt,
     FeedbackStoreError,
     Reaction,
-    answer_row,
-    feedback_args,
+    RecordsWrites,
 )
 
 log = logging.getLogger(__name__)
@@ -93,7 +91,7 @@ def _text(value: str) -> str:
     return value.replace("\x00", "")  # PostgreSQL's text cannot hold NUL, SQLite's can
 
 
-class PostgresFeedbackStore:
+class PostgresFeedbackStore(RecordsWrites):
     def __init__(
         self,
         dsn: str,
@@ -191,34 +189,6 @@ class PostgresFeedbackStore:
             self._schema_ready = True
 
     # --- the public API -------------------------------------------------------------------------
-
-    async def record_answer(
-        self,
-        result: CragResult,
-        conversation_id: str,
-        user_id: str,
-        channel_id: str,
-        card: dict[str, Any] | None = None,
-    ) -> None:
-        await self._write("answer", answer_row(result, conversation_id, user_id, channel_id, card))
-
-    async def set_message_id(self, result_id: str, message_id: str) -> None:
-        """The id the channel gave the answer message: Teams' native feedback refers to it."""
-        await self._write("message_id", {"result_id": result_id, "message_id": message_id})
-
-    async def record_feedback(
-        self,
-        result_id: str,
-        reaction: Reaction,
-        conversation_id: str,
-        user_id: str,
-        channel_id: str,
-        source: str = "card",
-        comment: str = "",
-    ) -> FeedbackReceipt:
-        args = feedback_args(result_id, reaction, conversation_id, user_id, channel_id, source, comment)
-        receipt: FeedbackReceipt = await self._write("feedback", args)
-        return receipt
 
     async def replay_pending(self) -> int:
         """Write what the fallback file holds (answers first, then ratings); returns rows written."""

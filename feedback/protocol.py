@@ -14,6 +14,7 @@ conversation) is refused.
 from __future__ import annotations
 
 import json
+from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
@@ -121,3 +122,39 @@ def feedback_args(
         "source": source,
         "comment": comment,
     }
+
+
+class RecordsWrites(ABC):
+    """The contract's three writes, as the rows both stores record. A store supplies `_write(kind,
+    payload)`, which returns once the row is committed or kept in the fallback file."""
+
+    @abstractmethod
+    async def _write(self, kind: str, payload: Any) -> Any: ...
+
+    async def record_answer(
+        self,
+        result: CragResult,
+        conversation_id: str,
+        user_id: str,
+        channel_id: str,
+        card: dict[str, Any] | None = None,
+    ) -> None:
+        await self._write("answer", answer_row(result, conversation_id, user_id, channel_id, card))
+
+    async def set_message_id(self, result_id: str, message_id: str) -> None:
+        """The id the channel gave the answer message: Teams' native feedback refers to it."""
+        await self._write("message_id", {"result_id": result_id, "message_id": message_id})
+
+    async def record_feedback(
+        self,
+        result_id: str,
+        reaction: Reaction,
+        conversation_id: str,
+        user_id: str,
+        channel_id: str,
+        source: str = "card",
+        comment: str = "",
+    ) -> FeedbackReceipt:
+        args = feedback_args(result_id, reaction, conversation_id, user_id, channel_id, source, comment)
+        receipt: FeedbackReceipt = await self._write("feedback", args)
+        return receipt

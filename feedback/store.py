@@ -22,18 +22,16 @@ import sqlite3
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 import aiosqlite
 
-from crag.models import CragResult
 from feedback.pending import PendingFile, entry
 from feedback.protocol import (
     FeedbackOutcome,
     FeedbackReceipt,
     Reaction,
-    answer_row,
-    feedback_args,
+    RecordsWrites,
 )
 from support.sqlite_file import SqliteFile, open_connection
 
@@ -87,7 +85,7 @@ _BATCH = 64  # items taken from the queue at once (each still committed on its o
 
 @dataclass
 class _Job:
-    kind: Literal["answer", "message_id", "feedback", "replay"]
+    kind: str  # answer, message_id, feedback or replay
     payload: Any
     future: asyncio.Future[Any] = field(default_factory=lambda: asyncio.get_running_loop().create_future())
 
@@ -103,7 +101,7 @@ class _Job:
             self.future.set_exception(exc)
 
 
-class FeedbackStore(SqliteFile):
+class FeedbackStore(SqliteFile, RecordsWrites):
     def __init__(self, path: Path, retries: int = 2) -> None:
         # A locked database is retried briefly, then the write goes to the fallback file: a user
         # must not wait seconds for a thumbs-up to be acknowledged.
@@ -159,7 +157,7 @@ class FeedbackStore(SqliteFile):
             raise RuntimeError(f"{self.path.name} is not open")
         return self._reader
 
-    async def _submit(self, kind: Literal["answer", "message_id", "feedback", "replay"], payload: Any) -> Any:
+    async def _write(self, kind: str, payload: Any) -> Any:
         if self._queue is None or self._writer is None or self._writer.done():
             raise RuntimeError(f"{self.path.name} is not open")
         job = _Job(kind, payload)
@@ -168,37 +166,9 @@ class FeedbackStore(SqliteFile):
 
     # --- the public API -------------------------------------------------------------------------
 
-    async def record_answer(
-        self,
-        result: CragResult,
-        conversation_id: str,
-        user_id: str,
-        channel_id: str,
-        card: dict[str, Any] | None = None,
-    ) -> None:
-        await self._submit("answer", answer_row(result, conversation_id, user_id, channel_id, card))
-
-    async def set_message_id(self, result_id: str, message_id: str) -> None:
-        """The id the channel gave the answer message: Teams' native feedback refers to it."""
-        await self._submit("message_id", {"result_id": result_id, "message_id": message_id})
-
-    async def record_feedback(
-        self,
-        result_id: str,
-        reaction: Reaction,
-        conversation_id: str,
-        user_id: str,
-        channel_id: str,
-        source: str = "card",
-        comment: str = "",
-    ) -> FeedbackReceipt:
-        args = feedback_args(result_id, reaction, conversation_id, user_id, channel_id, source, comment)
-        receipt: FeedbackReceipt = await self._submit("feedback", args)
-        return receipt
-
     async def replay_pending(self) -> int:
         """Write what the fallback file holds (answers first, then ratings); returns rows written."""
-        written: int = await self._submit("replay", None)
+        written: int = await self._write("replay", None)
         return written
 
     async def answer_for_message(self, conversation_id: str, message_id: str | None) -> str | None:
