@@ -69,6 +69,8 @@ class EngineConfig:
     # regardless). Off by default when a web search fills the gap: there the retry costs a rewrite
     # and a grading round (about +550 ms on the LLM path in bench_turns) and changed no branch.
     research_ambiguous: bool = True
+    # Passages of each search refined early, in search order (the rest are used as they are).
+    refine_top: int = 3
 
     @property
     def policy(self) -> RoutingPolicy:
@@ -181,6 +183,7 @@ class _Turn:
         self.timings: dict[str, float] = {}
         self.web_task: asyncio.Task[tuple[str, WebOutcome]] | None = None
         self.refined: dict[str, Chunk] = {}
+        self.sent_to_refine: set[str] = set()
         self.refining: list[asyncio.Task[tuple[list[GradedChunk], list[WebResult]]]] = []
 
     async def run(self, question: str, history: Sequence[Turn]) -> CragResult:
@@ -302,10 +305,12 @@ class _Turn:
         for done in await asyncio.gather(*self.refining):
             self.refined.update({g.chunk.id: g.chunk for g in done[0]})
         self.refining = []
+        # A passage sent to the refiner and not returned held nothing relevant; one never sent (below
+        # the first few of its search) is used as it is.
         knowledge = tuple(
-            g.model_copy(update={"chunk": self.refined[g.chunk.id]})
+            g.model_copy(update={"chunk": self.refined.get(g.chunk.id, g.chunk)})
             for g in s.kept
-            if g.chunk.id in self.refined
+            if g.chunk.id in self.refined or g.chunk.id not in self.sent_to_refine
         )
         _, web_knowledge = await self.e.refiner.refine(s.standalone, [], s.web.results)
         return replace(s, knowledge=knowledge, web_knowledge=tuple(web_knowledge))
@@ -337,9 +342,13 @@ class _Turn:
         await self.on_stage(stage)
 
     def refine_early(self, question: str, found: Sequence[GradedChunk]) -> None:
-        """Refinement of long passages runs beside grading, so it adds no round trip."""
-        if found:
-            self.refining.append(asyncio.create_task(self.e.refiner.refine(question, list(found), [])))
+        """Refinement of long passages runs beside grading, so it adds no round trip. Only the first
+        few of a search are refined (those most likely kept): refining all ten doubled the model
+        calls of a turn and, queued behind the grading calls, added a round trip."""
+        first = list(found[: self.e.config.refine_top])
+        if first:
+            self.sent_to_refine.update(g.chunk.id for g in first)
+            self.refining.append(asyncio.create_task(self.e.refiner.refine(question, first, [])))
 
     async def search(self, query: str, question: str) -> list[GradedChunk]:
         e = self.e

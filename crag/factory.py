@@ -138,6 +138,7 @@ def build_engine(settings: CragSettings, index: LocalIndex | None) -> CragEngine
         or (settings.research_ambiguous == "auto" and not web_on),
         web_results=settings.web_results,
         speculative_web=settings.speculative_web and web_on,
+        refine_top=settings.refine_top,
     )
     stats: TermStats = index if index is not None else FlatStats(term_extractor())
     rewriter: QueryRewriter = LocalKeywordRewriter(term_extractor())

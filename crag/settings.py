@@ -82,6 +82,8 @@ class CragSettings(EnvSettings):
     grade_batch_size: int = Field(default=5, ge=1, le=20, alias="CRAG_GRADE_BATCH_SIZE")
     refine: bool = Field(default=True, alias="CRAG_REFINE")
     refine_min_chars: int = Field(default=600, ge=0, alias="CRAG_REFINE_MIN_CHARS")
+    # The first N passages of each search are refined (one model call each, beside grading).
+    refine_top: int = Field(default=3, ge=0, le=50, alias="CRAG_REFINE_TOP")
     followups: bool = Field(default=True, alias="CRAG_FOLLOWUPS")
     # Start the web search while documents are graded (faster web answers, one more search per turn).
     speculative_web: bool = Field(default=True, alias="CRAG_SPECULATIVE_WEB")

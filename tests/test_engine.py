@@ -290,3 +290,63 @@ async def test_long_sentence_is_cut_to_the_clauses_around_the_question_terms(eng
     assert "Alice Smith the first chief executive" in answer.text
     assert "…" in answer.text and "twelve members" not in answer.text
     assert len(answer.text) <= 140  # title lead-in and citation marker included
+
+
+class _RecordingRefiner:
+    """Shortens each passage it is sent, or drops them all (nothing relevant in them)."""
+
+    name = "recording"
+
+    def __init__(self, drop: bool) -> None:
+        self.drop = drop
+        self.sent: list[str] = []
+
+    async def refine(
+        self, question: str, chunks: Sequence[GradedChunk], web: Sequence[WebResult]
+    ) -> tuple[list[GradedChunk], list[WebResult]]:
+        self.sent += [g.chunk.id for g in chunks]
+        if self.drop:
+            return [], list(web)
+        return [
+            g.model_copy(update={"chunk": g.chunk.model_copy(update={"text": "refined"})}) for g in chunks
+        ], list(web)
+
+
+class _RecordingGenerator:
+    name = "recording"
+
+    def __init__(self, inner: object) -> None:
+        self.inner = inner
+        self.knowledge: list[GradedChunk] = []
+
+    async def generate(self, question, language, chunks, web, on_text=None):  # type: ignore[no-untyped-def]
+        self.knowledge = list(chunks)
+        return await self.inner.generate(question, language, chunks, web, on_text)  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize("drop", [False, True])
+async def test_only_the_first_passages_of_a_search_are_refined_the_rest_used_as_they_are(
+    engine: CragEngine, drop: bool
+) -> None:
+    refiner, generator = _RecordingRefiner(drop), _RecordingGenerator(engine.generator)
+    everything = CragEngine(
+        engine.rewriter,
+        engine.retriever,
+        _FixedGrader({"": 0.9}),  # every passage answers: all are kept
+        engine.web,
+        generator,  # type: ignore[arg-type]
+        EngineConfig(refine_top=1, research_rounds=0),
+        refiner=refiner,
+    )
+    result = await everything.run("What is the password of the MT-Guest network?")
+    found = [g.chunk.id for g in result.graded]
+    assert len(found) >= 2
+    assert refiner.sent == found[:1]  # one model call: the first passage only
+    used = generator.knowledge
+    if drop:  # the refiner found nothing relevant in the first: the rest are used untouched
+        assert [g.chunk.id for g in used] == found[1:]
+        assert all(g.chunk.text != "refined" for g in used)
+    else:  # the first is used refined, the rest as they are
+        assert [g.chunk.id for g in used] == found
+        assert used[0].chunk.text == "refined"
+        assert all(g.chunk.text != "refined" for g in used[1:])
