@@ -62,7 +62,7 @@ def service_env(llm: SlowOpenAI, search: FakeAzureSearch, serp: SlowSerpApi) -> 
 def settings_for(llm: SlowOpenAI, search: FakeAzureSearch, serp: SlowSerpApi, **extra: Any) -> CragSettings:
     env: dict[str, Any] = {
         **service_env(llm, search, serp),
-        "CRAG_REFINE": False,  # both flows without refinement: the comparison is about the flow
+        "CRAG_REFINE": False,  # both flows without refinement: the comparison is about the flow (--refine)
         "CRAG_TOP_K": 10,
     }
     env.update(extra)
@@ -108,7 +108,14 @@ async def main_async(args: argparse.Namespace) -> None:
         assert await ingest_azure(ROOT / "sample_docs", base) == 0
         search.delay_s = args.search_ms / 1000
         optimized = await measure(
-            settings_for(llm, search, serp, CRAG_GRADE_BATCH=args.batch, CRAG_WEB_REWRITE=args.web_rewrite),
+            settings_for(
+                llm,
+                search,
+                serp,
+                CRAG_GRADE_BATCH=args.batch,
+                CRAG_WEB_REWRITE=args.web_rewrite,
+                CRAG_REFINE=args.refine,
+            ),
             args.n,
             llm,
         )
@@ -159,6 +166,7 @@ def main() -> None:
     parser.add_argument("--web-ms", type=float, default=500)
     parser.add_argument("--batch", action="store_true", help="grade five chunks per model call")
     parser.add_argument("--web-rewrite", action="store_true", help="the model writes the web query")
+    parser.add_argument("--refine", action="store_true", help="refinement on, as by default with a model")
     asyncio.run(main_async(parser.parse_args()))
 
 
