@@ -17,7 +17,6 @@ import glob
 import os
 import pwd
 import shutil
-import socket
 import subprocess
 import tempfile
 import uuid
@@ -25,6 +24,8 @@ from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import pytest
+
+from tests.servers.harness import free_port, unavailable
 
 SUPERUSER = "postgres"
 
@@ -42,27 +43,13 @@ def _bindir() -> Path | None:
     return Path(candidates[-1]).parent if candidates else None
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
-
-
-def unavailable(reason: str) -> None:
-    """Skip, or fail when the services are required (CI exports CRAG_REQUIRE_SERVICES=1)."""
-    if os.environ.get("CRAG_REQUIRE_SERVICES") == "1":
-        pytest.fail(f"{reason} (CRAG_REQUIRE_SERVICES=1)", pytrace=False)
-    pytest.skip(reason)
-
-
 class PostgresServer:
     def __init__(self, bindir: Path) -> None:
         self.bindir = bindir
         self.root = Path(tempfile.mkdtemp(prefix="crag-pg-"))
         self.data = self.root / "data"
         self.log = self.root / "server.log"
-        self.port = _free_port()
+        self.port = free_port()
         self._as: list[str] = []
         if os.geteuid() == 0:
             try:
