@@ -92,9 +92,8 @@ def setup_webchat(
     app.on_startup.append(_start_sweeper)
     app.on_cleanup.append(_close)
 
-    mode = (
-        "Azure Direct Line" if exchange else "local Direct Line" if local else "off (set DIRECT_LINE_SECRET)"
-    )
+    off = "off (one worker only)" if not secret and not settings.app_id else "off (set DIRECT_LINE_SECRET)"
+    mode = "Azure Direct Line" if exchange else "local Direct Line" if local else off
     log.info("Web Chat at /chat, tokens at %s: %s", TOKEN_PATH, mode)
 
 
