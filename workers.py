@@ -25,6 +25,7 @@ import time
 from pathlib import Path
 from types import FrameType
 
+from bot.runtime import docs_url
 from config import BotSettings
 from crag.handle import EngineHandle, uses_local_index
 
@@ -46,7 +47,7 @@ async def prepare(settings: BotSettings) -> bool:
     False when the index cannot be opened (the reason is logged)."""
     if not uses_local_index(settings):
         return True
-    handle = EngineHandle(settings.model_copy(update={"watch_docs": False}), f"{settings.base_url}/docs")
+    handle = EngineHandle(settings.model_copy(update={"watch_docs": False}), docs_url(settings))
     try:
         await handle.open(embed_in_background=False)
         if handle.error:

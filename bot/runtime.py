@@ -23,6 +23,12 @@ def make_feedback(settings: BotSettings) -> Feedback:
     return FeedbackStore(settings.feedback_db)
 
 
+def docs_url(settings: BotSettings) -> str:
+    """Where the bot serves the local documents: the base of their citation links, and so part of
+    the local index's fingerprint (workers.py prepares the index with the same one)."""
+    return f"{settings.base_url}/docs"
+
+
 class BotRuntime:
     def __init__(self, settings: BotSettings) -> None:
         self.settings = settings
@@ -38,8 +44,7 @@ class BotRuntime:
 
     @property
     def docs_url(self) -> str:
-        """Where this bot serves the local documents (the base of their citation links)."""
-        return f"{self.settings.base_url}/docs"
+        return docs_url(self.settings)
 
     @property
     def index(self) -> IndexInfo:
