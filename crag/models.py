@@ -44,6 +44,8 @@ class Chunk(BaseModel):
     text: str
     url: str = ""
     ordinal: int = 0  # position of the chunk inside its file
+    # Principals that may read the chunk's document (crag/access.py); None: permissions unknown.
+    allowed: tuple[str, ...] | None = None
 
     @property
     def header_path(self) -> str:

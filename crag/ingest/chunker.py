@@ -54,6 +54,7 @@ def chunk_document(doc: Document, max_chars: int, url: str, max_tokens: int = 0)
                     text=piece,
                     url=url,
                     ordinal=ordinal,
+                    allowed=doc.allowed,
                 )
             )
     return chunks

@@ -40,6 +40,8 @@ class Document:
     title: str
     text: str  # Markdown (plain text is kept as-is: it has no headers)
     markdown: bool
+    # Principals that may read it (crag/access.py); None: unknown (a folder without access rules).
+    allowed: tuple[str, ...] | None = None
 
 
 def discover(docs_dir: Path, skipped: list[str] | None = None) -> list[Path]:
