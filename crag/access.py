@@ -12,6 +12,7 @@ and EVERYONE. A reader may read a document when the two sets meet.
 from __future__ import annotations
 
 from collections.abc import Collection, Iterable
+from typing import Protocol
 
 EVERYONE = "*"
 
@@ -26,3 +27,16 @@ def may_read(allowed: Collection[str] | None, reader: Collection[str], unknown_a
     if allowed is None:
         return unknown_allowed
     return not set(allowed).isdisjoint(reader)
+
+
+class MembershipSource(Protocol):
+    """Where a user's groups come from: Microsoft Graph (`/users/{id}/transitiveMemberOf`) in a
+    company, a local mapping where there is none. Callers cache the answer and decide what a failure
+    means (trimming fails closed: the user keeps only their own id and EVERYONE)."""
+
+    name: str
+
+    async def groups_of(self, user_id: str) -> tuple[str, ...]:
+        """Object ids of the groups the user is a member of, directly or through other groups.
+        Raises on failure; an unknown user is an empty tuple."""
+        ...
