@@ -13,7 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from crag.ingest.formats import csv_file, excel, html_file, pdf_file, powerpoint, word
+from crag.ingest.formats import csv_file, excel, html_file, pdf_file, plain_text, powerpoint, word
 from crag.ingest.formats.common import Converted, FormatError
 
 _TEXT_SUFFIXES = {".md", ".markdown", ".txt"}
@@ -127,7 +127,10 @@ def load(path: Path, docs_dir: Path) -> Document:
         raise DocumentError(f"{rel}: the file is empty")
     if path.suffix.lower() in {".md", ".markdown"}:
         return Document(file=rel, title=_markdown_title(text) or path.stem, text=text, markdown=True)
-    return Document(file=rel, title=_first_line(text) or path.stem, text=text, markdown=False)
+    # Plain text whose layout shows headings (underlined) or aligned tables is read as that structure.
+    text, structured = plain_text.structured(text)
+    title = (_markdown_title(text) if structured else "") or _first_line(text) or path.stem
+    return Document(file=rel, title=title, text=text, markdown=structured)
 
 
 def _through_link(path: Path, docs_dir: Path) -> bool:

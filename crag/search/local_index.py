@@ -86,6 +86,11 @@ class LocalIndex:
         or None before vectors are ready."""
         return self.vectors.sentence_vectors(chunk_id) if self.vectors is not None else None
 
+    def standing(self, vector: np.ndarray, chunk_id: str) -> tuple[float, float] | None:
+        """The chunk's cosine and best-sentence cosine as z-scores among the chunks of its language
+        (IndexVectors.standing), or None before vectors are ready."""
+        return self.vectors.standing(vector, chunk_id) if self.vectors is not None else None
+
     async def query_vector(self, text: str) -> np.ndarray | None:
         """The question's vector (embedded once per text while cached: retriever and grader share it),
         or None when the index has no embedder. Runs on the embedder's worker, never the event loop."""
