@@ -25,7 +25,8 @@ _BEFORE_NUMBER = re.compile(
     r"\b(?:ext|tel|fax|no|nos|approx|p|pp|fig|art|sec|vol|para|ch|ver|rev|rm|bldg)\.$", re.I
 )
 # A list item's marker: "- ", "1. ", "(1)", "・".
-LIST_ITEM = _LIST_ITEM = re.compile(r"^\s*(?:[-*+•・]|\d+[.)]|[（(]?\d+[)）])\s*")
+# Not a section number: "1.2 取得単位は…" keeps its "1.2".
+LIST_ITEM = _LIST_ITEM = re.compile(r"^\s*(?:[-*+•・]|\d+[.)](?!\d)|[（(]?\d+[)）])\s*")
 _TABLE_RULE = re.compile(r"^\s*\|?\s*:?-{2,}:?\s*(\|\s*:?-{2,}:?\s*)*\|?\s*$")
 
 
