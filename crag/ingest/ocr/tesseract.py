@@ -1,0 +1,106 @@
+"""Tesseract (Debian tesseract-ocr + language packs) through pytesseract: page images to text."""
+
+from __future__ import annotations
+
+import logging
+import re
+import shutil
+import subprocess
+from collections.abc import Iterator
+
+import pytesseract
+from PIL import Image
+
+from crag.ingest.ocr.engine import OcrEngine, OcrResult, PageProgress, ScannedFile
+from crag.ingest.ocr.pages import image_pages, render_pdf_pages
+from crag.ingest.ocr.settings import OcrSettings
+from crag.ingest.ocr.unavailable import INSTALL_HINT, NoOcr
+
+log = logging.getLogger(__name__)
+
+# Letters of scripts written without spaces between words. Tesseract's Japanese model puts a space
+# between many of them ("有 給 休 暇"), which would split every word for the tokenizer.
+_CJK = r"\u3000-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uff00-\uffef々〆ヵヶ"
+_SPACE_IN_CJK = re.compile(rf"(?<=[{_CJK}])[^\S\n]+(?=[{_CJK}])")
+# preserve_interword_spaces: runs of spaces in the image are kept, not doubled.
+_CONFIG = "-c preserve_interword_spaces=1"
+
+
+class TesseractOcr:
+    def __init__(self, command: str, languages: str, dpi: int, page_timeout: float) -> None:
+        self.command = command
+        self.languages = languages
+        self.dpi = dpi
+        self.page_timeout = page_timeout
+
+    @property
+    def name(self) -> str:
+        return f"tesseract:{self.languages}"
+
+    def read(self, file: ScannedFile, progress: PageProgress | None = None) -> OcrResult:
+        texts: dict[int, str] = {}
+        failures: dict[int, str] = {}
+        pages: Iterator[tuple[int, Image.Image]] = (
+            render_pdf_pages(file.data, file.pages, self.dpi)
+            if file.kind == "pdf"
+            else image_pages(file.data, file.pages)
+        )
+        for done, (index, image) in enumerate(pages, start=1):
+            try:
+                texts[index] = clean(self._recognize(image))
+            except RuntimeError as exc:  # pytesseract's timeout (it kills the process)
+                failures[index] = f"Tesseract took over {self.page_timeout:g}s ({exc})"
+            except (pytesseract.TesseractError, OSError) as exc:
+                failures[index] = f"Tesseract failed: {' '.join(str(exc).split())[:160]}"
+            if progress:
+                progress(done, len(file.pages))
+        return OcrResult(pages=texts, failures=failures)
+
+    def _recognize(self, image: Image.Image) -> str:
+        # pytesseract reads its command from a module global; every engine in a process is built from
+        # the same settings, so setting it here races with no other value.
+        pytesseract.pytesseract.tesseract_cmd = self.command
+        return str(
+            pytesseract.image_to_string(image, lang=self.languages, config=_CONFIG, timeout=self.page_timeout)
+        )
+
+
+def clean(text: str) -> str:
+    """OCR output as body text: no spaces between Japanese letters, no form feeds, no runs of blanks."""
+    text = _SPACE_IN_CJK.sub("", text.replace("\x0c", "\n"))
+    lines = [" ".join(line.split()) for line in text.split("\n")]
+    return re.sub(r"\n{3,}", "\n\n", "\n".join(lines)).strip()
+
+
+def tesseract_engine(settings: OcrSettings) -> OcrEngine:
+    """Tesseract with the configured languages it has, or the null engine saying what is missing."""
+    command = shutil.which(settings.tesseract_cmd)
+    if command is None:
+        return NoOcr(f"Tesseract is not installed: {INSTALL_HINT}")
+    try:
+        pytesseract.pytesseract.tesseract_cmd = command
+        installed = set(pytesseract.get_languages(config=""))
+    except (pytesseract.TesseractError, OSError, subprocess.SubprocessError) as exc:
+        return NoOcr(f"Tesseract does not run ({exc.__class__.__name__}): {INSTALL_HINT}")
+    wanted = settings.languages.split("+")
+    have = [lang for lang in wanted if lang in installed]
+    missing = [lang for lang in wanted if lang not in installed]
+    if not have:
+        return NoOcr(
+            f"Tesseract has none of the language packs {'+'.join(wanted)}: install them "
+            f"(Debian: apt-get install {_packages(wanted)})"
+        )
+    if missing:
+        log.warning(
+            "Tesseract lacks the language pack(s) %s: scanned pages are read in %s only "
+            "(Debian: apt-get install %s)",
+            "+".join(missing),
+            "+".join(have),
+            _packages(missing),
+        )
+    return TesseractOcr(command, "+".join(have), settings.dpi, settings.page_timeout)
+
+
+def _packages(languages: list[str]) -> str:
+    """Debian's package names of Tesseract language packs (chi_sim -> tesseract-ocr-chi-sim)."""
+    return " ".join("tesseract-ocr-" + lang.lower().replace("_", "-") for lang in languages)
