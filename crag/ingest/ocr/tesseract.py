@@ -76,12 +76,12 @@ def tesseract_engine(settings: OcrSettings) -> OcrEngine:
     """Tesseract with the configured languages it has, or the null engine saying what is missing."""
     command = shutil.which(settings.tesseract_cmd)
     if command is None:
-        return NoOcr(f"Tesseract is not installed: {INSTALL_HINT}")
+        return NoOcr(f"Tesseract is not installed ({INSTALL_HINT})")
     try:
         pytesseract.pytesseract.tesseract_cmd = command
         installed = set(pytesseract.get_languages(config=""))
     except (pytesseract.TesseractError, OSError, subprocess.SubprocessError) as exc:
-        return NoOcr(f"Tesseract does not run ({exc.__class__.__name__}): {INSTALL_HINT}")
+        return NoOcr(f"Tesseract does not run ({exc.__class__.__name__}; {INSTALL_HINT})")
     wanted = settings.languages.split("+")
     have = [lang for lang in wanted if lang in installed]
     missing = [lang for lang in wanted if lang not in installed]

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from crag.ingest.ocr.engine import OcrResult, OcrUnavailable, PageProgress, ScannedFile
 
+# How to get an engine, for the reasons scanned pages are skipped.
 INSTALL_HINT = (
-    "install Tesseract to read them (Debian/Ubuntu: apt-get install tesseract-ocr tesseract-ocr-jpn "
-    "tesseract-ocr-eng), or set AZURE_DOCUMENT_INTELLIGENCE_ENDPOINT and _KEY"
+    "Debian/Ubuntu: apt-get install tesseract-ocr tesseract-ocr-jpn tesseract-ocr-eng; or set "
+    "AZURE_DOCUMENT_INTELLIGENCE_ENDPOINT and AZURE_DOCUMENT_INTELLIGENCE_KEY"
 )
 
 
