@@ -104,6 +104,22 @@ def test_an_image_only_pdf_is_read_page_by_page(tmp_path: Path) -> None:
     assert not found(page_1, ["reception"]) and not found(page_2, ["給油カード"])  # each on its page
 
 
+def test_every_page_of_a_multi_page_tiff_is_read_and_a_damaged_image_named(tmp_path: Path) -> None:
+    engine = tesseract(tmp_path)
+    first, second = page_image(JA_LINES), page_image(EN_LINES)
+    first.save(tmp_path / "fax.tif", save_all=True, append_images=[second], compression="tiff_deflate")
+    doc = load(tmp_path / "fax.tif", tmp_path, OcrContext(engine))
+    assert doc.scan is not None and (doc.scan.scanned, doc.scan.read) == (2, 2)
+    page_1, page_2 = doc.text.split("## Page 2")
+    assert_reads(page_1, JA_KEYWORDS)
+    assert_reads(page_2, EN_KEYWORDS)
+    (tmp_path / "cut.png").write_bytes(png_bytes(first)[:2000])  # a copy that stopped half-way
+    with pytest.raises(
+        DocumentError, match=r"^cut\.png: an image that was not read: page 1: the page could not be"
+    ):
+        load(tmp_path / "cut.png", tmp_path, OcrContext(engine))
+
+
 def test_a_mixed_pdf_keeps_its_text_page_and_reads_only_the_scanned_one(tmp_path: Path) -> None:
     engine = tesseract(tmp_path)
     text = "本文のページです。来客用の駐車場は北側の第二駐車場です。"

@@ -365,7 +365,7 @@ def test_pdf_with_only_an_owner_password_opens_and_a_user_password_is_refused(tm
 
 
 # -- broken files ------------------------------------------------------------------------------------------
-@pytest.mark.parametrize("suffix", [".pdf", ".docx", ".pptx", ".xlsx"])
+@pytest.mark.parametrize("suffix", [".pdf", ".docx", ".pptx", ".xlsx", ".png", ".jpg", ".tif"])
 def test_random_bytes_raise_a_one_line_document_error_naming_the_file(tmp_path: Path, suffix: str) -> None:
     path = tmp_path / f"broken{suffix}"
     path.write_bytes(random.Random(suffix).randbytes(4096))

@@ -7,13 +7,12 @@ import os
 import re
 import shutil
 import subprocess
-from collections.abc import Iterator
 
 import pytesseract
 from PIL import Image
 
 from crag.ingest.ocr.engine import OcrEngine, OcrResult, PageProgress, ScannedFile
-from crag.ingest.ocr.pages import image_pages, render_pdf_pages
+from crag.ingest.ocr.pages import image_page, pdf_page_image
 from crag.ingest.ocr.settings import OcrSettings
 from crag.ingest.ocr.unavailable import INSTALL_HINT, NoOcr
 
@@ -45,21 +44,27 @@ class TesseractOcr:
     def read(self, file: ScannedFile, progress: PageProgress | None = None) -> OcrResult:
         texts: dict[int, str] = {}
         failures: dict[int, str] = {}
-        pages: Iterator[tuple[int, Image.Image]] = (
-            render_pdf_pages(file.data, file.pages, self.dpi)
-            if file.kind == "pdf"
-            else image_pages(file.data, file.pages)
-        )
-        for done, (index, image) in enumerate(pages, start=1):
+        for done, index in enumerate(file.pages, start=1):
             try:
-                texts[index] = clean(self._recognize(image))
-            except RuntimeError as exc:  # pytesseract's timeout (it kills the process)
-                failures[index] = f"Tesseract took over {self.page_timeout:g}s ({exc})"
-            except (pytesseract.TesseractError, OSError) as exc:
-                failures[index] = f"Tesseract failed: {' '.join(str(exc).split())[:160]}"
+                image = self._page(file, index)
+            except Exception as exc:  # PDFium's or Pillow's on a damaged page: this page only
+                detail = " ".join(str(exc).split())[:120]
+                failures[index] = f"the page could not be rendered ({exc.__class__.__name__}: {detail})"
+            else:
+                try:
+                    texts[index] = clean(self._recognize(image))
+                except RuntimeError as exc:  # pytesseract's timeout (it kills the process)
+                    failures[index] = f"Tesseract took over {self.page_timeout:g}s ({exc})"
+                except (pytesseract.TesseractError, OSError) as exc:
+                    failures[index] = f"Tesseract failed: {' '.join(str(exc).split())[:160]}"
             if progress:
                 progress(done, len(file.pages))
         return OcrResult(pages=texts, failures=failures)
+
+    def _page(self, file: ScannedFile, index: int) -> Image.Image:
+        if file.kind == "pdf":
+            return pdf_page_image(file.data, index, self.dpi)
+        return image_page(file.data, index)
 
     def _recognize(self, image: Image.Image) -> str:
         # pytesseract reads its command from a module global; every engine in a process is built from
