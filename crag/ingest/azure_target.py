@@ -8,6 +8,7 @@ exactly the folder's chunks: unchanged files (same fingerprint) are skipped, cha
 from __future__ import annotations
 
 import hashlib
+import logging
 import sys
 from pathlib import Path
 
@@ -17,10 +18,14 @@ from crag.embed.llm import LlmEmbedder
 from crag.ingest.azure_index import AzureSearchIndex, ensure_index, file_fingerprint, sync_chunks
 from crag.ingest.chunker import chunk_document, document_url
 from crag.ingest.loaders import DocumentError, discover, load
+from crag.ingest.ocr.engine import OcrEngine
+from crag.ingest.ocr.scans import OcrContext
 from crag.llm.client import LlmClient
 from crag.models import Chunk
 from crag.search.azure import SearchUnavailable
 from crag.settings import CragSettings
+
+log = logging.getLogger(__name__)
 
 
 async def ingest_azure(docs_dir: Path, settings: CragSettings) -> int:
@@ -34,7 +39,11 @@ async def ingest_azure(docs_dir: Path, settings: CragSettings) -> int:
     if config.mode != "keyword" and embedder is None:
         print(f"error: AZURE_SEARCH_MODE={config.mode} needs an embedding model", file=sys.stderr)
         return 2
-    chunks, hashes, skipped = read_folder(docs_dir, settings, embedder.name if embedder else "")
+    from crag.factory import ocr_engine  # the wiring point; imported here, as this module is part of it
+
+    chunks, hashes, skipped = read_folder(
+        docs_dir, settings, embedder.name if embedder else "", ocr_engine(settings)
+    )
     try:
         await ensure_index(config)
         with tqdm(unit="chunk", file=sys.stderr, desc="uploading") as bar:
@@ -65,19 +74,33 @@ async def ingest_azure(docs_dir: Path, settings: CragSettings) -> int:
 
 
 def read_folder(
-    docs_dir: Path, settings: CragSettings, embedding_model: str
+    docs_dir: Path, settings: CragSettings, embedding_model: str, ocr: OcrEngine | None = None
 ) -> tuple[list[Chunk], dict[str, str], list[str]]:
-    """Chunks of every readable file, their fingerprints, and why the others were skipped."""
+    """Chunks of every readable file, their fingerprints, and why the others were skipped (scanned
+    pages read with `ocr`; None: skipped)."""
     chunks: list[Chunk] = []
     hashes: dict[str, str] = {}
     skipped: list[str] = []  # symbolic links (never followed) first, then unreadable files
-    for path in tqdm(discover(docs_dir, skipped), unit="file", file=sys.stderr, desc="reading"):
+    bar = tqdm(discover(docs_dir, skipped), unit="file", file=sys.stderr, desc="reading")
+    for path in bar:
         rel = path.relative_to(docs_dir).as_posix()
+
+        def page_progress(page: int, pages: int, name: str = path.name) -> None:
+            bar.set_postfix_str(f"OCR {page}/{pages} {name}"[:40])
+
         try:
-            doc = load(path, docs_dir)
+            doc = load(path, docs_dir, OcrContext(ocr, page_progress))
         except DocumentError as exc:
             skipped.append(str(exc))
             continue
+        if doc.scan is not None and doc.scan.skipped:
+            log.warning(
+                "indexed without some pages: %s: %d of %d scanned page(s) not read (%s)",
+                rel,
+                doc.scan.skipped,
+                doc.scan.scanned,
+                doc.scan.reason,
+            )
         url = document_url(settings.docs_base_url, rel)
         file_chunks = chunk_document(doc, settings.chunk_max_chars, url, settings.chunk_max_tokens)
         if not file_chunks:
@@ -89,5 +112,7 @@ def read_folder(
             max_tokens=settings.chunk_max_tokens,
             base_url=settings.docs_base_url,
             embedder=embedding_model,
+            # Only files with scanned pages depend on the OCR engine: a new one re-uploads just those.
+            **({"ocr": doc.scan.engine} if doc.scan is not None else {}),
         )
     return chunks, hashes, skipped
