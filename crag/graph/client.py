@@ -14,7 +14,7 @@ from __future__ import annotations
 import logging
 import re
 from collections.abc import Awaitable, Callable
-from typing import Any, Literal, TypeVar
+from typing import Any, TypeVar
 from urllib.parse import urlsplit
 
 import httpx
@@ -30,35 +30,14 @@ from msgraph.graph_request_adapter import options as graph_options
 from msgraph.graph_service_client import GraphServiceClient
 from msgraph_core import GraphClientFactory
 
+from crag.graph.errors import GraphError
 from crag.graph.settings import GraphSettings
+
+__all__ = ["GraphClient", "GraphError"]
 
 log = logging.getLogger(__name__)
 
 T = TypeVar("T")
-ErrorKind = Literal["settings", "auth", "forbidden", "not_found", "throttled", "gone", "unavailable"]
-
-
-class GraphError(Exception):
-    """A Graph request failed. The message is safe to show; kind says what to do about it."""
-
-    def __init__(
-        self,
-        message: str,
-        kind: ErrorKind,
-        status: int | None = None,
-        retry_after: float | None = None,
-        location: str = "",
-    ) -> None:
-        super().__init__(message)
-        self.kind = kind
-        self.status = status
-        self.retry_after = retry_after  # seconds, for kind == "throttled"
-        self.location = location  # the Location header of a 410 (a fresh delta enumeration)
-
-    @property
-    def is_settings(self) -> bool:
-        """A problem of configuration (credentials, permissions, names): retrying will not help."""
-        return self.kind in ("settings", "auth", "forbidden", "not_found")
 
 
 class GraphClient:

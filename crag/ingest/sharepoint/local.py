@@ -9,6 +9,7 @@ the index's manifest, in the same swap: an index and the delta link it reflects 
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -72,8 +73,10 @@ async def sync_to_local(
     full: bool = False,
     progress: SyncProgress | None = None,
     build_progress: Progress | None = None,
+    before_build: Callable[[], Awaitable[None]] | None = None,
 ) -> LocalSync:
-    """Sync the library of settings.sharepoint into the local index at settings.index_dir."""
+    """Sync the library of settings.sharepoint into the local index at settings.index_dir.
+    before_build runs just before the index folder is rebuilt (the bot stops embedding into it)."""
     index_dir = settings.index_dir.expanduser()
     sp = settings.sharepoint
     library = Library(client, sp.site, sp.drive, sp.folder)
@@ -94,6 +97,8 @@ async def sync_to_local(
         # Nothing to re-index: only the delta link moves on (the index version stays, and the cache).
         await asyncio.to_thread(update_manifest, index_dir, **{STATE_KEY: state})
         return LocalSync(result, None, None)
+    if before_build is not None:
+        await before_build()
     index, report = await asyncio.to_thread(
         build_from_documents,
         index_dir,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 from urllib.parse import unquote, urlsplit
@@ -66,6 +67,17 @@ class SharePointSettings(EnvSettings):
         if any(p in (".", "..") for p in parts):
             raise ValueError("CRAG_SHAREPOINT_FOLDER must be a path inside the library, without '..'")
         return "/".join(parts)
+
+    @field_validator("site_groups", mode="before")
+    @classmethod
+    def _json_object(cls, value: object) -> object:
+        """JSON text as well (the environment's form, also when given as an argument)."""
+        if isinstance(value, str):
+            try:
+                return json.loads(value) if value.strip() else {}
+            except ValueError as exc:
+                raise ValueError("CRAG_SHAREPOINT_SITE_GROUPS must be a JSON object") from exc
+        return value
 
     @field_validator("site_groups")
     @classmethod
