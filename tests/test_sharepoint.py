@@ -341,3 +341,67 @@ def test_settings_name_what_is_missing_and_refuse_tokens_in_clear_text() -> None
         CragSettings(CRAG_SHAREPOINT_SITE="https://contoso.sharepoint.com/sites/", CRAG_SOURCE="sharepoint")
     with pytest.raises(ValueError, match="not a SharePoint site"):
         CragSettings(CRAG_SHAREPOINT_SITE="sites hr", CRAG_SOURCE="sharepoint")
+
+
+async def test_a_sync_into_azure_ai_search_uploads_changes_and_keeps_its_state(
+    graph: Graph, tmp_path: Path
+) -> None:
+    from crag.ingest.sharepoint.azure import read_state, sync_to_azure
+    from tests.fake_azure_search import FakeAzureSearch
+
+    search = FakeAzureSearch(api_key="admin-key")
+    await search.start()
+    try:
+        fake = library(graph)
+        settings = graph.settings(
+            tmp_path,
+            CRAG_SEARCH="azure",
+            AZURE_SEARCH_ENDPOINT=search.url,
+            AZURE_SEARCH_API_KEY="admin-key",
+            AZURE_SEARCH_INDEX="sp-index",
+            AZURE_SEARCH_VECTOR_DIMENSIONS=0,
+            CRAG_SHAREPOINT_STATE_DIR=str(tmp_path / "state"),
+        )
+        async with graph.client(settings) as client:
+            first = await sync_to_azure(settings, client)
+            docs = search.documents["sp-index"]
+            assert {d["file"] for d in docs.values()} == {"Facilities/canteen.md", "HR/leave.md", "HR/pay.md"}
+            urls = {d["file"]: d["url"] for d in docs.values()}
+            assert urls["HR/pay.md"] == "https://contoso.sharepoint.com/sites/hr/Shared%20Documents/HR/pay.md"
+            state = read_state(first.state_path)
+            assert state is not None and "token=" in state.delta_link
+
+            fake.delete(graph.drive, "HR/leave.md")
+            fake.put_file(graph.drive, "HR/pay.md", PAY.replace("25th", "20th").encode())
+            second = await sync_to_azure(settings, client)
+            assert second.index.removed_files == ["HR/leave.md"]
+            assert second.index.uploaded_files == ["HR/pay.md"]
+            docs = search.documents["sp-index"]
+            assert {d["file"] for d in docs.values()} == {"Facilities/canteen.md", "HR/pay.md"}
+            assert any("20th" in d["content"] for d in docs.values())
+
+            third = await sync_to_azure(settings, client)
+            assert third.index.uploaded_files == [] and third.result.report.downloaded == 0
+    finally:
+        await search.stop()
+
+
+async def test_changing_the_site_group_mapping_rereads_every_files_readers(
+    graph: Graph, tmp_path: Path
+) -> None:
+    fake = library(graph)
+    fake.share(
+        graph.drive,
+        "Facilities",
+        [{"roles": ["read"], "grantedToV2": {"siteGroup": {"displayName": "HR Members"}}}],
+    )
+    before = graph.settings(tmp_path)
+    async with graph.client(before) as client:
+        first = await sync_to_local(before, client)
+        after = graph.settings(tmp_path, CRAG_SHAREPOINT_SITE_GROUPS=f'{{"hr members": ["{GROUP_B}"]}}')
+        second = await sync_to_local(after, client)
+    assert first.index is not None and second.index is not None
+    assert {c.file: c.allowed for c in first.index.chunks}["Facilities/canteen.md"] == ()
+    assert first.result.report.unmapped == {"SharePoint site group 'HR Members'": 1}
+    assert {c.file: c.allowed for c in second.index.chunks}["Facilities/canteen.md"] == (GROUP_B,)
+    assert second.result.report.permissions_read == 3 and second.result.report.changes == 0
