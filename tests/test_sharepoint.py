@@ -405,3 +405,49 @@ async def test_changing_the_site_group_mapping_rereads_every_files_readers(
     assert first.result.report.unmapped == {"SharePoint site group 'HR Members'": 1}
     assert {c.file: c.allowed for c in second.index.chunks}["Facilities/canteen.md"] == (GROUP_B,)
     assert second.result.report.permissions_read == 3 and second.result.report.changes == 0
+
+
+async def test_a_scheduled_sync_into_azure_swaps_the_engine_and_its_cache_version(
+    graph: Graph, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from tests.fake_azure_search import FakeAzureSearch
+
+    search = FakeAzureSearch(api_key="admin-key")
+    await search.start()
+    fake = library(graph)
+    settings = graph.settings(
+        tmp_path,
+        CRAG_SEARCH="azure",
+        AZURE_SEARCH_ENDPOINT=search.url,
+        AZURE_SEARCH_API_KEY="admin-key",
+        AZURE_SEARCH_VECTOR_DIMENSIONS=0,
+        CRAG_SHAREPOINT_STATE_DIR=str(tmp_path / "state"),
+    )
+    monkeypatch.setattr(
+        handle_module,
+        "_sharepoint_source",
+        lambda s: SharePointSource(s, connection_verify=str(graph.ca_file)),
+    )
+    handle = EngineHandle(settings)
+    await handle.open()
+    try:
+        assert handle.engine is not None and handle.engine.cache is not None
+        await handle.sync_sharepoint(remote=True)  # the first sync fills the index
+        first = handle.engine
+        assert first.cache is not None
+        version = handle._remote_version
+        assert version and search.documents["crag-chunks"]
+        question = "When are salaries paid?"
+        await handle.engine.run(question)
+        assert (await handle.engine.run(question)).timings_ms.get("cache") == 0.0  # cached
+        fake.put_file(graph.drive, "HR/pay.md", PAY.replace("25th", "20th").encode())
+        await handle.sync_sharepoint(remote=True)
+        assert handle.engine is not first and handle._remote_version != version
+        fresh = await handle.engine.run(question)
+        assert fresh.timings_ms.get("cache") != 0.0  # the old answer is not served
+        assert "20th" in fresh.answer
+        await handle.sync_sharepoint(remote=True)  # nothing changed: the same engine goes on
+        assert handle._remote_version and handle.watch.last_change.startswith("+0 ~0 -0")
+    finally:
+        await handle.close()
+        await search.stop()
