@@ -220,7 +220,7 @@ def main() -> None:
     except Exception as exc:  # pydantic's message names the bad setting
         print(f"invalid settings: {exc}", file=sys.stderr)
         raise SystemExit(2) from None
-    if not settings.docs_dir.is_dir() and uses_local_index(settings):
+    if settings.source == "folder" and not settings.docs_dir.is_dir() and uses_local_index(settings):
         print(f"documents folder not found: {settings.docs_dir} (set CRAG_DOCS_DIR)", file=sys.stderr)
         raise SystemExit(2)
     if not settings.app_id and not is_loopback_host(settings.bind_host):

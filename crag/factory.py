@@ -141,11 +141,14 @@ def _choose(
     raise ValueError(f"no provider configured among {', '.join(registry)}")
 
 
-def build_engine(settings: CragSettings, index: LocalIndex | None) -> CragEngine:
+def build_engine(
+    settings: CragSettings, index: LocalIndex | None, version: Callable[[], str] | None = None
+) -> CragEngine:
     """The engine for these settings: local providers, or the LLM ones with local fallbacks.
 
     `index` is the local index (None when documents live in a remote index: the local fallbacks
-    then weigh terms by word kind and general-language rarity only)."""
+    then weigh terms by word kind and general-language rarity only). `version` is a remote index's
+    content version, when something knows it (a SharePoint sync into Azure AI Search)."""
     web_name, web_module = web_provider(settings)
     web_on = web_name != "off"
     config = EngineConfig(
@@ -181,7 +184,7 @@ def build_engine(settings: CragSettings, index: LocalIndex | None) -> CragEngine
         closers.append(llm.close)
     searcher = search_provider(settings)[1].build(settings, index, llm)
     closers.extend(searcher.closers)
-    cache = _cache(settings, index)
+    cache = _cache(settings, index, version)
     if cache is not None:
         closers.append(cache.close)
     return CragEngine(
@@ -197,15 +200,18 @@ def build_engine(settings: CragSettings, index: LocalIndex | None) -> CragEngine
     )
 
 
-def _cache(settings: CragSettings, index: LocalIndex | None) -> AnswerCache | None:
+def _cache(
+    settings: CragSettings, index: LocalIndex | None, remote_version: Callable[[], str] | None = None
+) -> AnswerCache | None:
     """Redis when CRAG_CACHE_URL is set, else this process's memory; None when the TTL is 0.
 
     The version keys answers to the documents: the local index's is a fingerprint of their content
     (the same on every instance serving the same files). A remote index (Azure AI Search) has none
-    (""): its answers are forgotten only when the TTL runs out, or with a new CRAG_CACHE_PREFIX."""
+    ("") unless a SharePoint sync into it says (remote_version); without one its answers are
+    forgotten only when the TTL runs out, or with a new CRAG_CACHE_PREFIX."""
     if settings.cache_ttl <= 0:
         return None
-    version = (lambda: index.version) if index is not None else (lambda: "")
+    version = (lambda: index.version) if index is not None else (remote_version or (lambda: ""))
     url = settings.cache_url.get_secret_value()
     if url:
         return RedisAnswerCache.from_url(

@@ -8,6 +8,12 @@ With CRAG_WATCH_DOCS it then watches the documents folder: each burst of changes
 (only the changed files are read) and a new engine over it, swapped in whole. A turn reads
 `handle.engine` once, so turns in flight finish on the old engine and new ones use the new; the new
 engine's answer cache starts empty, so no answer from the old documents is served again.
+
+With CRAG_SOURCE=sharepoint the documents come from a SharePoint library instead: the index the
+last sync stored is opened (the first sync builds it), and a background task syncs the library
+every CRAG_SHAREPOINT_SYNC_MINUTES, swapping each changed index in the same way
+(crag/ingest/sharepoint/schedule.py). Synced into Azure AI Search, a change swaps in a new engine
+whose answer cache is keyed by the synced content's version.
 """
 
 from __future__ import annotations
@@ -19,6 +25,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from typing import TYPE_CHECKING
 
 from watchfiles import Change
 
@@ -30,10 +37,14 @@ from crag.factory import (
     search_provider,
     uses_local_index,
 )
+from crag.graph.errors import GraphError
 from crag.ingest.local_target import BuildReport, Progress
 from crag.ingest.watch import watch_folder
 from crag.search.local_index import LocalIndex
 from crag.settings import CragSettings
+
+if TYPE_CHECKING:
+    from crag.ingest.sharepoint.schedule import SharePointSource
 
 log = logging.getLogger(__name__)
 
@@ -89,6 +100,8 @@ class EngineHandle:
         self._embed_in_background = True
         self._version = ""  # the serving index's content version (embedding appends to index.version)
         self._failed = False  # the last rebuild failed: it is tried once more
+        self.sharepoint: SharePointSource | None = None  # CRAG_SOURCE=sharepoint: the library synced
+        self._remote_version = ""  # the Azure index's version as the last SharePoint sync left it
 
     async def open(self, progress: Progress | None = None, embed_in_background: bool = True) -> None:
         """Open (or build) the local index off the event loop, then create the engine. progress hears
@@ -101,13 +114,24 @@ class EngineHandle:
             self.error = str(exc)
             log.error("cannot start the engine: %s", exc)
             return
+        if settings.source == "sharepoint":
+            try:
+                self.sharepoint = _sharepoint_source(settings)
+            except Exception as exc:  # GraphError: settings the client refuses (safe to show)
+                self.error = f"SharePoint: {exc}"
+                log.error("cannot open the SharePoint source: %s", exc)
+                return
         if not search.USES_LOCAL_INDEX:
             # Documents live in a remote index (Azure AI Search: `python -m crag.ingest --target azure`).
+            if self.sharepoint is not None:
+                with contextlib.suppress(ValueError):  # bad search settings: the engine says so below
+                    self._remote_version = self.sharepoint.remote_version()
             if not self._build_engine(None):
                 return
             self.index = IndexInfo(remote=True, provider=search_name)
             log.info("engine ready on the %s search provider", search_name)
             self._ready.set()
+            self._start_sync(remote=True)
             return
 
         def log_progress(name: str, done: int, total: int) -> None:
@@ -115,9 +139,16 @@ class EngineHandle:
                 log.info("indexing documents: %d/%d %s", done, total, name)
 
         try:
-            index, report = await asyncio.to_thread(
-                open_local_index, settings, self.docs_url, progress or log_progress
-            )
+            if self.sharepoint is not None:
+                index, report = await self.sharepoint.open_local()
+            else:
+                index, report = await asyncio.to_thread(
+                    open_local_index, settings, self.docs_url, progress or log_progress
+                )
+        except GraphError as exc:  # the first sync of a library failed: say why, as it is safe to
+            self.error = f"SharePoint: {exc}"
+            log.error("could not sync the SharePoint library: %s", exc)
+            return
         except Exception as exc:
             self.error = f"index unavailable: {exc.__class__.__name__}"
             log.exception("could not open the local index from %s", settings.docs_dir)
@@ -141,9 +172,75 @@ class EngineHandle:
         for reason in self.index.skipped:
             log.warning("skipped: %s", reason)
         self._ready.set()
-        if settings.watch_docs:
+        if settings.watch_docs and self.sharepoint is None:
             self.watch = WatchInfo(enabled=True)
             self.watch_task = asyncio.create_task(self._watch())
+        self._start_sync(remote=False)
+
+    def _start_sync(self, remote: bool) -> None:
+        """Sync the SharePoint library in the background every CRAG_SHAREPOINT_SYNC_MINUTES."""
+        if self.sharepoint is None or self.settings.sharepoint.sync_minutes <= 0:
+            return
+        self.watch = WatchInfo(enabled=True)
+        self.watch_task = asyncio.create_task(self._sync_loop(remote))
+
+    async def _sync_loop(self, remote: bool) -> None:
+        interval = self.settings.sharepoint.sync_minutes * 60
+        wait = interval
+        while True:
+            try:
+                await asyncio.wait_for(self._stop_watching.wait(), wait)
+                return
+            except TimeoutError:
+                pass
+            retry_after = await self.sync_sharepoint(remote)
+            # A throttled sync waits at least as long as Graph asked before the next.
+            wait = max(interval, retry_after or 0.0)
+
+    async def sync_sharepoint(self, remote: bool = False) -> float | None:
+        """Sync the SharePoint library once and swap a changed index in (the scheduled task calls
+        this; so may a test). Returns the Retry-After of a throttled sync. A failure keeps the
+        current index serving and is logged."""
+        source = self.sharepoint
+        if source is None or self.engine is None:
+            return None
+        async with self._refresh_lock:
+            started = time.perf_counter()
+            try:
+                if remote:
+                    version = await source.sync_remote()
+                    if version:
+                        self._remote_version = version
+                        self._swap_remote(build_engine(self.settings, None, lambda: self._remote_version))
+                else:
+                    synced = await source.sync_local(before_build=self._stop_embedding)
+                    if synced.index is not None:
+                        self._swap(build_engine(self.settings, synced.index), synced.index, synced.build)
+            except Exception as exc:
+                retry_after = source.failed(exc)
+                self.watch.error = source.status.error
+                log.warning(
+                    "SharePoint sync failed after %.1fs (%s); still serving the previous index",
+                    time.perf_counter() - started,
+                    source.status.error,
+                )
+                self._resume_embedding()
+                return retry_after
+            self.watch.last_change = source.status.last_sync
+            self.watch.error = ""
+            return None
+
+    def _swap_remote(self, engine: CragEngine) -> None:
+        """A new engine over the remote index (its answer cache keyed by the new version)."""
+        old = self.engine
+        if old is not None and old.cache is not None and engine.cache is not None:
+            engine.cache.stats = old.cache.stats
+        self.engine = engine
+        self.watch.rebuilds += 1
+        if old is not None:
+            task = asyncio.create_task(_close_later(old, RETIRE_GRACE_S))
+            self._retiring.add(task)
+            task.add_done_callback(self._retiring.discard)
 
     async def _watch(self) -> None:
         docs_dir = self.settings.docs_dir.expanduser()
@@ -351,8 +448,9 @@ class EngineHandle:
 
     def _build_engine(self, index: LocalIndex | None) -> bool:
         """Create the engine; a configuration the engine refuses is kept as the runtime's error."""
+        remote = (lambda: self._remote_version) if self.sharepoint is not None and index is None else None
         try:
-            self.engine = build_engine(self.settings, index)
+            self.engine = build_engine(self.settings, index, remote)
         except ValueError as exc:
             self.error = str(exc)
             log.error("cannot start the engine: %s", exc)
@@ -375,6 +473,8 @@ class EngineHandle:
                 await self.watch_task
         self.watch.enabled = False
         await self._stop_embedding()
+        if self.sharepoint is not None:
+            await self.sharepoint.close()
         retiring = list(self._retiring)
         for task in retiring:
             task.cancel()  # closes the replaced engines now
@@ -421,3 +521,10 @@ async def _close_later(engine: CragEngine, delay: float) -> None:
         await asyncio.sleep(delay)
     finally:
         await engine.close()
+
+
+def _sharepoint_source(settings: CragSettings) -> SharePointSource:
+    # Imported here: the Graph SDK is a large import that folder-only bots never need.
+    from crag.ingest.sharepoint.schedule import SharePointSource
+
+    return SharePointSource(settings)

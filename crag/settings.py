@@ -5,6 +5,7 @@ Every setting has a default that works on a fresh machine with no keys: the loca
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import re
 from collections.abc import Mapping
@@ -15,7 +16,9 @@ from pydantic import BaseModel, Field, PrivateAttr, SecretStr, field_validator, 
 
 from crag import search, web
 from crag.env import EnvSettings
+from crag.graph.settings import GraphSettings
 from crag.ingest.ocr.settings import OcrSettings
+from crag.ingest.sharepoint.settings import SharePointSettings, graph_site_key
 from crag.llm.settings import LlmSettings
 from crag.search.azure_config import AzureSearchSettings
 from crag.web.serpapi_settings import SerpApiSettings
@@ -27,6 +30,8 @@ SECTIONS: dict[str, type[EnvSettings]] = {
     "azure_search": AzureSearchSettings,
     "serpapi": SerpApiSettings,
     "ocr": OcrSettings,
+    "graph": GraphSettings,
+    "sharepoint": SharePointSettings,
 }
 
 
@@ -47,7 +52,18 @@ def _known(setting: str, value: str, providers: Mapping[str, str]) -> str:
     return value
 
 
+def default_sharepoint_index_dir(site: str, drive: str, folder: str) -> Path:
+    """The local index folder of a SharePoint library (and folder) when CRAG_INDEX_DIR is not set."""
+    key = f"{graph_site_key(site)}|{drive}|{folder}"
+    digest = hashlib.sha1(key.encode()).hexdigest()[:8]
+    name = re.sub(r"[^\w.-]+", "_", key.split("|")[0].rsplit("/", 1)[-1]).strip("._") or "site"
+    return REPO_ROOT / "data" / "indexes" / f"sharepoint-{name}-{digest}"
+
+
 class CragSettings(EnvSettings):
+    # Where the documents come from: the folder CRAG_DOCS_DIR, or the SharePoint library of the
+    # CRAG_SHAREPOINT_* settings (synced into the index, on a schedule while the bot serves).
+    source: Literal["folder", "sharepoint"] = Field(default="folder", alias="CRAG_SOURCE")
     docs_dir: Path = Field(default=REPO_ROOT / "sample_docs", alias="CRAG_DOCS_DIR")
     # Unset: default_index_dir(docs_dir), filled in after validation.
     index_dir: Path = Field(default=Path(), alias="CRAG_INDEX_DIR")
@@ -110,6 +126,8 @@ class CragSettings(EnvSettings):
     serpapi: SerpApiSettings = Field(default_factory=SerpApiSettings)
     # Which engine reads scanned PDF pages and images while indexing (crag/ingest/ocr).
     ocr: OcrSettings = Field(default_factory=OcrSettings)
+    graph: GraphSettings = Field(default_factory=GraphSettings)
+    sharepoint: SharePointSettings = Field(default_factory=SharePointSettings)
 
     @model_validator(mode="before")
     @classmethod
@@ -135,6 +153,10 @@ class CragSettings(EnvSettings):
         if "index_dir" not in self.model_fields_set:
             self.index_dir = default_index_dir(self.docs_dir)
             self._index_dir_derived = True
+            if self.source == "sharepoint" and self.sharepoint.site:
+                with contextlib.suppress(ValueError):  # a malformed site: _sharepoint_configured says so
+                    sp = self.sharepoint
+                    self.index_dir = default_sharepoint_index_dir(sp.site, sp.drive, sp.folder)
         return self
 
     def for_docs(self, docs_dir: Path, index_dir: Path | None = None) -> CragSettings:
@@ -146,6 +168,30 @@ class CragSettings(EnvSettings):
         copy = self.model_copy(update={"docs_dir": docs_dir, "index_dir": index_dir})
         copy._index_dir_derived = self._index_dir_derived and index_dir == default_index_dir(docs_dir)
         return copy
+
+    def for_sharepoint(self, index_dir: Path | None = None) -> CragSettings:
+        """These settings with the SharePoint library as the source: its own derived index folder
+        unless index_dir (or CRAG_INDEX_DIR) names one. The folder watcher is off (the library is
+        synced on a schedule instead)."""
+        sp = self.sharepoint
+        if index_dir is None:
+            index_dir = (
+                default_sharepoint_index_dir(sp.site, sp.drive, sp.folder)
+                if self._index_dir_derived
+                else self.index_dir
+            )
+        return self.model_copy(update={"source": "sharepoint", "index_dir": index_dir, "watch_docs": False})
+
+    @model_validator(mode="after")
+    def _sharepoint_configured(self) -> CragSettings:
+        if self.source == "sharepoint":
+            if not self.sharepoint.site:
+                raise ValueError("CRAG_SOURCE=sharepoint needs CRAG_SHAREPOINT_SITE")
+            graph_site_key(self.sharepoint.site)  # a malformed site is named now, not at the first sync
+            missing = self.graph.missing()
+            if missing:
+                raise ValueError(f"CRAG_SOURCE=sharepoint needs {', '.join(missing)}")
+        return self
 
     @field_validator("search_provider")
     @classmethod

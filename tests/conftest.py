@@ -14,8 +14,8 @@ if str(ROOT) not in sys.path:
 
 from tests.fakes import FakeConnector  # noqa: E402
 
-# Throwaway servers for the tests that use a real service (tests/servers/).
-pytest_plugins = ["tests.servers.postgres"]
+# Throwaway servers for the tests that use a real service (tests/servers/), and the fake Graph.
+pytest_plugins = ["tests.servers.postgres", "tests.graph_fixtures"]
 
 SAMPLE_DOCS = ROOT / "sample_docs"
 SHARED_EVAL = ROOT.parent / "shared" / "eval"

@@ -2,16 +2,23 @@
 
 from __future__ import annotations
 
+import ssl
+
 from aiohttp import web
 
 
-async def serve_on_loopback(app: web.Application) -> tuple[web.AppRunner, str]:
-    """Start app; returns its runner (cleanup() stops it) and its base URL."""
+async def serve_on_loopback(
+    app: web.Application, ssl_context: ssl.SSLContext | None = None
+) -> tuple[web.AppRunner, str]:
+    """Start app; returns its runner (cleanup() stops it) and its base URL. With ssl_context the app
+    is served over TLS (https://127.0.0.1:PORT): for clients that refuse anything else, such as
+    azure-identity's token requests."""
     runner = web.AppRunner(app, access_log=None)
     await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
+    site = web.TCPSite(runner, "127.0.0.1", 0, ssl_context=ssl_context)
     await site.start()
     server = site._server
     assert server is not None and server.sockets  # type: ignore[attr-defined]
     port = server.sockets[0].getsockname()[1]  # type: ignore[attr-defined]
-    return runner, f"http://127.0.0.1:{port}"
+    scheme = "https" if ssl_context is not None else "http"
+    return runner, f"{scheme}://127.0.0.1:{port}"

@@ -1,10 +1,13 @@
 """python -m crag.ingest DIR [--target local|azure] [--index-dir PATH]
+python -m crag.ingest --source sharepoint --site SITE [--drive LIB] [--folder PATH] [--target ...]
 
 Reads every supported file under DIR (Markdown, text, HTML, PDF, Word, PowerPoint, Excel, CSV, and
 images of pages: PNG, JPEG, TIFF), splits it into chunks and fills the local index (default) or the
 Azure AI Search index of the settings. Scanned pages are read by OCR (CRAG_OCR). Unchanged files (same
 content hash) are not read again; files that disappeared are removed from the index; unreadable files
-are skipped, counted and named.
+are skipped, counted and named. With --source sharepoint the files come from a SharePoint library (or
+a OneDrive) through Microsoft Graph, incrementally (delta queries), with who may read each one
+(docs/sharepoint.md).
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ import asyncio
 import logging
 import sys
 from pathlib import Path
+from typing import Any
 
 from tqdm import tqdm
 
@@ -24,16 +28,29 @@ from crag.settings import CragSettings
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m crag.ingest", description=__doc__.split("\n\n")[1])
-    parser.add_argument("docs", type=Path, help="folder of documents")
+    parser.add_argument("docs", type=Path, nargs="?", help="folder of documents (the folder source)")
     parser.add_argument("--target", choices=("local", "azure"), default="local")
     parser.add_argument(
         "--index-dir",
         type=Path,
         default=None,
-        help="local index folder (default: CRAG_INDEX_DIR, else the one the bot derives from DIR)",
+        help="local index folder (default: CRAG_INDEX_DIR, else the one the bot derives from the source)",
+    )
+    parser.add_argument("--source", choices=("folder", "sharepoint"), default="folder")
+    parser.add_argument("--site", help="SharePoint site URL (default: CRAG_SHAREPOINT_SITE)")
+    parser.add_argument(
+        "--drive", help="document library name (default: CRAG_SHAREPOINT_DRIVE, else the site's)"
+    )
+    parser.add_argument("--folder", help="only this folder of the library (default: CRAG_SHAREPOINT_FOLDER)")
+    parser.add_argument(
+        "--full", action="store_true", help="SharePoint: enumerate everything and re-read permissions"
     )
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    if args.source == "sharepoint":
+        return _sharepoint(args)
+    if args.docs is None:
+        parser.error("the folder source needs DIR (or use --source sharepoint --site SITE)")
     if not args.docs.is_dir():
         print(f"error: documents folder not found: {args.docs}", file=sys.stderr)
         return 2
@@ -53,7 +70,34 @@ def main(argv: list[str] | None = None) -> int:
     return asyncio.run(ingest_local(local))
 
 
-async def ingest_local(settings: CragSettings) -> int:
+def _sharepoint(args: argparse.Namespace) -> int:
+    given = {
+        "CRAG_SHAREPOINT_SITE": args.site,
+        "CRAG_SHAREPOINT_DRIVE": args.drive,
+        "CRAG_SHAREPOINT_FOLDER": args.folder,
+    }
+    try:
+        # The rest from the environment, as the bot reads it; one sync now: the schedule is the bot's.
+        overrides: dict[str, Any] = {name: value for name, value in given.items() if value is not None}
+        overrides["CRAG_SHAREPOINT_SYNC_MINUTES"] = 0
+        settings = CragSettings(CRAG_SOURCE="sharepoint", **overrides)
+    except ValueError as exc:
+        print(f"error: invalid settings: {_one_line(exc)}", file=sys.stderr)
+        return 2
+    from crag.ingest.sharepoint.cli import run
+
+    return asyncio.run(run(settings, args.target, args.index_dir, args.full))
+
+
+def _one_line(exc: ValueError) -> str:
+    """pydantic's message without its URLs and input dumps (which may hold a setting's value)."""
+    errors = getattr(exc, "errors", None)
+    if callable(errors):
+        return "; ".join(str(e.get("msg", "")).removeprefix("Value error, ") for e in errors())
+    return str(exc)
+
+
+async def ingest_local(settings: CragSettings, quiet: bool = False) -> int:
     """Build (or bring up to date) the local index through the engine handle the bot uses, then
     compute its missing vectors, with progress bars."""
     handle = EngineHandle(settings)
@@ -70,7 +114,9 @@ async def ingest_local(settings: CragSettings) -> int:
         if index is None:
             print(f"error: {handle.error or 'the index could not be built'}", file=sys.stderr)
             return 1
-        if handle.report is not None:
+        if quiet:
+            pass
+        elif handle.report is not None:
             print_report(handle.report, settings.index_dir)
         else:
             print(

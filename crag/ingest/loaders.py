@@ -12,7 +12,7 @@ import re
 import stat
 from collections.abc import Callable
 from dataclasses import dataclass
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 from crag.ingest.formats import csv_file, excel, html_file, image_file, pdf_file, plain_text, powerpoint, word
 from crag.ingest.formats.common import Converted, FormatError
@@ -132,17 +132,32 @@ def load(path: Path, docs_dir: Path, ocr: OcrContext | None = None) -> Document:
         raw = _read_no_follow(path)
     except OSError as exc:
         raise DocumentError(f"{rel}: cannot be read ({exc.strerror or exc.__class__.__name__})") from exc
-    suffix = path.suffix.lower()
+    return from_bytes(raw, rel, ocr)
+
+
+def is_supported(name: str) -> bool:
+    """Whether a file of this name is of a format the loaders read (not an Office lock file)."""
+    return not name.startswith("~$") and Path(name).suffix.lower() in SUPPORTED_SUFFIXES
+
+
+def from_bytes(raw: bytes, rel: str, ocr: OcrContext | None = None) -> Document:
+    """The document in a file's bytes, by the format its name says: what `load` does once the file
+    is read, for sources that are not a folder (a SharePoint library's downloads). Scanned pages are
+    read with ocr's engine (none: they are skipped)."""
+    name = PurePosixPath(rel)
+    suffix = name.suffix.lower()
     if suffix in _CONVERTERS:
-        return _convert(raw, rel, path.stem, *_CONVERTERS[suffix], ocr or OcrContext())
+        return _convert(raw, rel, name.stem, *_CONVERTERS[suffix], ocr or OcrContext())
+    if suffix not in _TEXT_SUFFIXES:
+        raise DocumentError(f"{rel}: not a supported format")
     text = _decode(raw, rel)
     if not text.strip():
         raise DocumentError(f"{rel}: the file is empty")
-    if path.suffix.lower() in {".md", ".markdown"}:
-        return Document(file=rel, title=_markdown_title(text) or path.stem, text=text, markdown=True)
+    if suffix in {".md", ".markdown"}:
+        return Document(file=rel, title=_markdown_title(text) or name.stem, text=text, markdown=True)
     # Plain text whose layout shows headings (underlined) or aligned tables is read as that structure.
     text, structured = plain_text.structured(text)
-    title = (_markdown_title(text) if structured else "") or _first_line(text) or path.stem
+    title = (_markdown_title(text) if structured else "") or _first_line(text) or name.stem
     return Document(file=rel, title=title, text=text, markdown=structured)
 
 

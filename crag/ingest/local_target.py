@@ -12,6 +12,7 @@ a new engine reads those files again, and a file whose OCR failed (a service err
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import hashlib
 import json
 import logging
@@ -19,7 +20,7 @@ import os
 import shutil
 import time
 from collections import Counter
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -33,7 +34,7 @@ except ImportError:  # Windows
 
 from crag.embed.store import KEYS_FILE, VECTORS_FILE
 from crag.ingest.chunker import chunk_document, document_url
-from crag.ingest.loaders import DocumentError, discover, load
+from crag.ingest.loaders import Document, DocumentError, discover, load
 from crag.ingest.ocr.engine import OcrEngine
 from crag.ingest.ocr.scans import OcrContext, ScanReport
 from crag.models import Chunk
@@ -152,7 +153,6 @@ def build_local_index(
     started = time.perf_counter()
     if not docs_dir.is_dir():
         raise FileNotFoundError(f"documents folder not found: {docs_dir}")
-    extractor = term_extractor()
     ocr_name = _ocr_name(ocr)
     fingerprint = fingerprint or _fingerprint(docs_dir, max_chars, base_url, max_tokens, ocr_name)
     hashes: dict[str, str] = fingerprint["files"]  # type: ignore[assignment]
@@ -209,12 +209,53 @@ def build_local_index(
             fresh.append(len(chunks) - 1)
     if progress:
         progress("", len(files), len(files))
+    parts = _Parts(chunks, tokens, fresh, total_bytes, reused)
+    documents = len(files) - len(skipped)
+    index, report = _finish(
+        index_dir, fingerprint, parts, documents, links + skipped, started, {"scans": scans}
+    )
+    index.scans = scans
+    index.ocr_engine = ocr_name
+    report = dataclasses.replace(
+        report,
+        ocr_engine=ocr_name,
+        ocr_pages=ocr_pages,
+        ocr_skipped_pages=ocr_skipped,
+        ocr_seconds=ocr_seconds,
+        ocr_notes=ocr_notes,
+    )
+    return index, report
+
+
+@dataclass
+class _Parts:
+    """The chunks of a build in the making: those reused with their terms, and the fresh ones."""
+
+    chunks: list[Chunk]
+    tokens: list[list[str]]
+    fresh: list[int]  # positions of chunks read in this build (their terms still to compute)
+    bytes: int = 0
+    reused: int = 0
+
+
+def _finish(
+    index_dir: Path,
+    fingerprint: dict[str, object],
+    parts: _Parts,
+    documents: int,
+    skipped: list[str],
+    started: float,
+    extra: dict[str, object] | None = None,
+) -> tuple[LocalIndex, BuildReport]:
+    """Tokenize the fresh chunks, index everything with BM25 and write the index folder."""
+    extractor = term_extractor()
+    chunks, tokens = parts.chunks, parts.tokens
     # Sudachi releases the GIL while it tokenizes: threads use every core for the bulk of a build.
     workers = min(4, os.cpu_count() or 1)
     with ThreadPoolExecutor(workers) as pool:
         # Title and section headers are searchable: questions name the subject the body leaves implicit.
-        texts = [chunks[i].framed_text for i in fresh]
-        for i, terms in zip(fresh, pool.map(extractor.terms, texts, chunksize=64), strict=True):
+        texts = [chunks[i].framed_text for i in parts.fresh]
+        for i, terms in zip(parts.fresh, pool.map(extractor.terms, texts, chunksize=64), strict=True):
             tokens[i] = terms
     df: Counter[str] = Counter()
     for toks in tokens:
@@ -222,28 +263,19 @@ def build_local_index(
     bm25 = bm25s.BM25()
     if chunks:
         bm25.index(tokens, show_progress=False)
-    documents = len(files) - len(skipped)
-    skipped = links + skipped
-    _save(index_dir, fingerprint, chunks, tokens, dict(df), bm25, documents, skipped, scans)
+    _save(index_dir, fingerprint, chunks, tokens, dict(df), bm25, documents, skipped, extra)
     index = LocalIndex(chunks, bm25, dict(df), documents, extractor)
     index.skipped = skipped
-    index.scans = scans
-    index.ocr_engine = ocr_name
     index.version = index_version(fingerprint)
-    index.hashes = dict(hashes)
+    index.hashes = dict(fingerprint["files"])  # type: ignore[call-overload]
     index.dir = index_dir
     report = BuildReport(
         documents=documents,
         chunks=len(chunks),
         skipped=skipped,
         seconds=time.perf_counter() - started,
-        bytes=total_bytes,
-        reused=reused,
-        ocr_engine=ocr_name,
-        ocr_pages=ocr_pages,
-        ocr_skipped_pages=ocr_skipped,
-        ocr_seconds=ocr_seconds,
-        ocr_notes=ocr_notes,
+        bytes=parts.bytes,
+        reused=parts.reused,
     )
     return index, report
 
@@ -261,6 +293,71 @@ def _page_progress(
     return lambda page, pages: progress(f"OCR {page}/{pages} {name}", done, total)
 
 
+def build_from_documents(
+    index_dir: Path,
+    fingerprint: dict[str, object],
+    documents: Mapping[str, Document],
+    urls: Mapping[str, str],
+    skipped: list[str],
+    max_chars: int = 1200,
+    max_tokens: int = 0,
+    extra: dict[str, object] | None = None,
+    progress: Progress | None = None,
+) -> tuple[LocalIndex, BuildReport]:
+    """Build the index of a source that is not a folder (a SharePoint library) the way a folder's is
+    built: each file of fingerprint["files"] (file -> key) is taken from the previous build when its
+    key is unchanged, else chunked from `documents` (what the source read again; `urls` are their
+    citation links). A file in neither could not be read: `skipped` says why. `extra` is stored in
+    the manifest beside the fingerprint (the source's sync state), in the same atomic swap."""
+    started = time.perf_counter()
+    keys: dict[str, str] = fingerprint["files"]  # type: ignore[assignment]
+    with build_lock(index_dir):
+        previous, _ = _previous_build(index_dir, fingerprint, _ocr_name(None))
+        parts = _Parts([], [], [])
+        indexed = 0
+        for i, rel in enumerate(sorted(keys)):
+            if progress:
+                progress(rel.rsplit("/", 1)[-1], i, len(keys))
+            old = previous.get(rel)
+            if old is not None and old[0] == keys[rel]:
+                parts.reused += 1
+                indexed += 1
+                for chunk, terms in old[1]:
+                    parts.chunks.append(chunk)
+                    parts.tokens.append(terms)
+                continue
+            doc = documents.get(rel)
+            if doc is None:
+                continue
+            indexed += 1
+            parts.bytes += len(doc.text.encode())
+            for chunk in chunk_document(doc, max_chars, urls.get(rel, ""), max_tokens):
+                parts.chunks.append(chunk)
+                parts.tokens.append([])
+                parts.fresh.append(len(parts.chunks) - 1)
+        if progress:
+            progress("", len(keys), len(keys))
+        return _finish(index_dir, fingerprint, parts, indexed, list(skipped), started, extra)
+
+
+def indexed_keys(index_dir: Path, fingerprint: dict[str, object]) -> dict[str, str]:
+    """file -> key of the files whose chunks the index in index_dir holds, when it was built with
+    the same index-shaping settings as `fingerprint` (else none: everything is read again)."""
+    previous, _ = _previous_build(index_dir, fingerprint, _ocr_name(None))
+    return {rel: key for rel, (key, _) in previous.items()}
+
+
+def update_manifest(index_dir: Path, **extra: object) -> None:
+    """Replace entries of the stored manifest beside the fingerprint (a source's sync state) without
+    rebuilding: written to a temporary file, then renamed over the manifest."""
+    with build_lock(index_dir):
+        meta = read_manifest(index_dir)
+        meta.update(extra)
+        tmp = index_dir / (MANIFEST_FILE + ".tmp")
+        tmp.write_text(json.dumps(meta, ensure_ascii=False, indent=1), "utf-8")
+        tmp.replace(index_dir / MANIFEST_FILE)
+
+
 def _save(
     index_dir: Path,
     fingerprint: dict[str, object],
@@ -270,7 +367,7 @@ def _save(
     bm25: bm25s.BM25,
     documents: int,
     skipped: list[str],
-    scans: dict[str, dict[str, object]],
+    extra: dict[str, object] | None = None,
 ) -> None:
     # Write to a sibling folder, then swap: a crash mid-build never leaves a half index behind.
     tmp = index_dir.with_name(index_dir.name + ".building")
@@ -285,13 +382,8 @@ def _save(
     (tmp / DOC_FREQ_FILE).write_text(json.dumps(doc_freq, ensure_ascii=False), "utf-8")
     if chunks:
         bm25.save(str(tmp / BM25_DIR), show_progress=False)
-    meta = {
-        "fingerprint": fingerprint,
-        "documents": documents,
-        "chunks": len(chunks),
-        "skipped": skipped,
-        "scans": scans,
-    }
+    meta = {"fingerprint": fingerprint, "documents": documents, "chunks": len(chunks), "skipped": skipped}
+    meta.update(extra or {})  # a source's sync state, what OCR did per file ("scans")
     (tmp / MANIFEST_FILE).write_text(json.dumps(meta, ensure_ascii=False, indent=1), "utf-8")
     # Vectors are keyed by content: the old index's serve the new one for every unchanged chunk.
     for name in (VECTORS_FILE, KEYS_FILE):
