@@ -161,6 +161,7 @@ class CragEngine:
             cached = await self.cache.get(question, history)
             if cached is not None:
                 cached.timings_ms = {"cache": 0.0, "total": 0.0}
+                cached.cache_hit = True
                 return cached
         with trace.turn_trace() as turn:
             result = await _Turn(self, turn, on_stage or _ignore, on_text).run(question, history)

@@ -124,6 +124,7 @@ class CragResult(BaseModel):
     followups: list[str] = Field(default_factory=list)
     notices: list[str] = Field(default_factory=list)
     timings_ms: dict[str, float] = Field(default_factory=dict)
+    cache_hit: bool = False  # served from the answer cache (timings are then not this turn's work)
     llm_calls: int = 0
     llm_tokens: int = 0
     providers: dict[str, str] = Field(default_factory=dict)

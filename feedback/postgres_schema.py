@@ -74,6 +74,19 @@ MIGRATIONS: tuple[Migration, ...] = (
         CREATE INDEX answers_by_message ON answers (conversation_id, message_id) WHERE message_id <> '';
         """,
     ),
+    Migration(
+        3,
+        "what the admin dashboard reports: refusals, cache hits, stage timings, the web's outcome",
+        """
+        ALTER TABLE answers
+            ADD COLUMN refused BOOLEAN NOT NULL DEFAULT false,
+            ADD COLUMN cache_hit BOOLEAN NOT NULL DEFAULT false,
+            ADD COLUMN timings_ms TEXT NOT NULL DEFAULT '',
+            ADD COLUMN web_status TEXT NOT NULL DEFAULT '';
+        CREATE INDEX answers_by_time ON answers (created_at);
+        CREATE INDEX answer_feedback_by_time ON answer_feedback (updated_at);
+        """,
+    ),
 )
 
 LATEST = MIGRATIONS[-1].version

@@ -33,12 +33,15 @@ import asyncpg
 from feedback.pending import PendingFile, entry
 from feedback.postgres_schema import migrate, schema_version
 from feedback.protocol import (
+    ANSWER_FIELDS,
     FeedbackOutcome,
     FeedbackReceipt,
     FeedbackStoreError,
     Reaction,
     RecordsWrites,
+    checked_answer_row,
 )
+from feedback.records import ANSWER_COLUMNS, RATING_COLUMNS, AnswerRecord, RatingRecord
 
 log = logging.getLogger(__name__)
 
@@ -224,6 +227,27 @@ class PostgresFeedbackStore(RecordsWrites):
         await self._ensure_schema()
         return [as_row(r) for r in await self.pool.fetch("SELECT * FROM answer_feedback ORDER BY id")]
 
+    async def answers_since(self, since: datetime, limit: int) -> list[AnswerRecord]:
+        await self._ensure_schema()
+        records = await self.pool.fetch(
+            f"SELECT {', '.join(ANSWER_COLUMNS)} FROM answers WHERE created_at >= $1"
+            " ORDER BY created_at DESC LIMIT $2",
+            since,
+            limit,
+        )
+        return [AnswerRecord.model_validate(dict(r.items())) for r in records]
+
+    async def ratings_since(self, since: datetime) -> list[RatingRecord]:
+        await self._ensure_schema()
+        columns = ", ".join(f"f.{c}" for c in RATING_COLUMNS if c != "web_urls")
+        records = await self.pool.fetch(
+            f"SELECT {columns}, COALESCE(a.web_urls, '[]') AS web_urls FROM answer_feedback f"
+            " LEFT JOIN answers a ON a.result_id = f.result_id"
+            " WHERE f.updated_at >= $1 ORDER BY f.updated_at DESC, f.id DESC",
+            since,
+        )
+        return [RatingRecord.model_validate(dict(r.items())) for r in records]
+
     # --- the writes -----------------------------------------------------------------------------
 
     async def _write(self, kind: str, payload: Any) -> Any:
@@ -310,24 +334,22 @@ def as_row(record: asyncpg.Record) -> dict[str, Any]:
     return {k: v.isoformat() if isinstance(v, datetime) else v for k, v in record.items()}
 
 
+# Every field but the id, as the new row has it.
+_UPSERT = ", ".join(f"{f} = excluded.{f}" for f in ANSWER_FIELDS[1:])
+_INSERT_ANSWER = (
+    f"INSERT INTO answers ({', '.join(ANSWER_FIELDS)})"
+    f" VALUES ({', '.join(f'${i}' for i in range(1, len(ANSWER_FIELDS) + 1))})"
+    f" ON CONFLICT (result_id) DO UPDATE SET {_UPSERT}"
+)
+
+
 async def _insert_answer(conn: asyncpg.Connection, row: list[str]) -> None:
-    if len(row) != 12 or not all(isinstance(x, str) for x in row):
-        raise ValueError("an answer row has 12 text fields")
-    values: list[Any] = [_text(x) for x in row]
-    values[1] = datetime.fromisoformat(row[1])
+    checked = checked_answer_row(row)
+    values: list[Any] = [_text(x) for x in checked]
+    values[1] = datetime.fromisoformat(checked[1])
+    values[12], values[13] = checked[12] == "1", checked[13] == "1"  # refused, cache_hit
     # An upsert, not a replace: replaying an answer again keeps the message id set meanwhile.
-    await conn.execute(
-        "INSERT INTO answers (result_id, created_at, conversation_id, user_id, channel_id,"
-        " language, question, answer, branch, cited_files, web_urls, card_json)"
-        " VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)"
-        " ON CONFLICT (result_id) DO UPDATE SET created_at = excluded.created_at,"
-        " conversation_id = excluded.conversation_id, user_id = excluded.user_id,"
-        " channel_id = excluded.channel_id, language = excluded.language,"
-        " question = excluded.question, answer = excluded.answer, branch = excluded.branch,"
-        " cited_files = excluded.cited_files, web_urls = excluded.web_urls,"
-        " card_json = excluded.card_json",
-        *values,
-    )
+    await conn.execute(_INSERT_ANSWER, *values)
 
 
 async def _set_message_id(conn: asyncpg.Connection, result_id: str, message_id: str) -> None:

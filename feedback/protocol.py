@@ -16,11 +16,13 @@ from __future__ import annotations
 import json
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
+from datetime import datetime
 from enum import StrEnum
 from pathlib import Path
 from typing import Any, Literal, Protocol
 
 from crag.models import CragResult
+from feedback.records import AnswerRecord, RatingRecord
 
 Reaction = Literal["up", "down"]
 
@@ -83,11 +85,44 @@ class Feedback(Protocol):
 
     async def feedback_rows(self) -> list[dict[str, Any]]: ...
 
+    async def answers_since(self, since: datetime, limit: int) -> list[AnswerRecord]:
+        """Answers given at or after `since`, newest first, at most `limit` of them."""
+        ...
+
+    async def ratings_since(self, since: datetime) -> list[RatingRecord]:
+        """Ratings made or changed at or after `since`, newest first, with the rated answer's web
+        sources."""
+        ...
+
+
+# The text fields of an answer row, in order. The first 12 are those of rows written before the
+# dashboard's columns existed: the fallback file may still hold such rows, replayed with defaults.
+ANSWER_FIELDS = (
+    "result_id",
+    "created_at",
+    "conversation_id",
+    "user_id",
+    "channel_id",
+    "language",
+    "question",
+    "answer",
+    "branch",
+    "cited_files",
+    "web_urls",
+    "card_json",
+    "refused",  # "1" / "0": the engine's fixed "cannot answer" text was returned
+    "cache_hit",  # "1" / "0": served from the answer cache
+    "timings_ms",  # JSON {stage: ms} (CragResult.timings_ms); "" for rows that predate it
+    "web_status",  # WebStatus: not_needed, off, ok, failed
+)
+_OLD_ANSWER_FIELDS = 12
+_NEW_FIELD_DEFAULTS = ["0", "0", "", ""]
+
 
 def answer_row(
     result: CragResult, conversation_id: str, user_id: str, channel_id: str, card: Any
 ) -> list[str]:
-    """An answer as the 12 text fields both stores write (and the fallback file keeps)."""
+    """An answer as the text fields both stores write (and the fallback file keeps): ANSWER_FIELDS."""
     return [
         result.id,
         result.created_at.isoformat(),
@@ -101,7 +136,22 @@ def answer_row(
         json.dumps(result.cited_files, ensure_ascii=False),
         json.dumps(result.web_urls, ensure_ascii=False),
         json.dumps(card, ensure_ascii=False) if card else "",
+        "1" if result.refused else "0",
+        "1" if result.cache_hit else "0",
+        json.dumps(result.timings_ms),
+        result.web.status.value,
     ]
+
+
+def checked_answer_row(row: Any) -> list[str]:
+    """A row to insert: every field text, an older 12-field row (kept in the fallback file by an
+    earlier version) completed with the defaults of the fields added since."""
+    if not isinstance(row, list) or not all(isinstance(x, str) for x in row):
+        raise ValueError("an answer row is a list of text fields")
+    fields: list[str] = [*row, *_NEW_FIELD_DEFAULTS] if len(row) == _OLD_ANSWER_FIELDS else list(row)
+    if len(fields) != len(ANSWER_FIELDS):
+        raise ValueError(f"an answer row has {len(ANSWER_FIELDS)} text fields (or {_OLD_ANSWER_FIELDS})")
+    return fields
 
 
 def feedback_args(

@@ -28,11 +28,14 @@ import aiosqlite
 
 from feedback.pending import PendingFile, entry
 from feedback.protocol import (
+    ANSWER_FIELDS,
     FeedbackOutcome,
     FeedbackReceipt,
     Reaction,
     RecordsWrites,
+    checked_answer_row,
 )
+from feedback.records import ANSWER_COLUMNS, RATING_COLUMNS, AnswerRecord, RatingRecord
 from support.sqlite_file import SqliteFile, open_connection
 
 __all__ = ["FeedbackOutcome", "FeedbackReceipt", "FeedbackStore", "Reaction"]
@@ -51,7 +54,11 @@ CREATE TABLE IF NOT EXISTS answers (
     cited_files TEXT NOT NULL,
     web_urls TEXT NOT NULL,
     message_id TEXT NOT NULL DEFAULT '',
-    card_json TEXT NOT NULL DEFAULT ''
+    card_json TEXT NOT NULL DEFAULT '',
+    refused INTEGER NOT NULL DEFAULT 0,
+    cache_hit INTEGER NOT NULL DEFAULT 0,
+    timings_ms TEXT NOT NULL DEFAULT '',
+    web_status TEXT NOT NULL DEFAULT ''
 );
 CREATE TABLE IF NOT EXISTS answer_feedback (
     id INTEGER PRIMARY KEY AUTOINCREMENT,
@@ -71,6 +78,21 @@ CREATE TABLE IF NOT EXISTS answer_feedback (
     UNIQUE (result_id, user_id)
 );
 """
+# Columns added to `answers` after its first release, for files created before them (SQLite has no
+# ADD COLUMN IF NOT EXISTS): the SQLite side of feedback/postgres_schema.py's migrations.
+_ADDED_COLUMNS = {
+    "message_id": "TEXT NOT NULL DEFAULT ''",
+    "card_json": "TEXT NOT NULL DEFAULT ''",
+    "refused": "INTEGER NOT NULL DEFAULT 0",
+    "cache_hit": "INTEGER NOT NULL DEFAULT 0",
+    "timings_ms": "TEXT NOT NULL DEFAULT ''",
+    "web_status": "TEXT NOT NULL DEFAULT ''",
+}
+# Reports read a window of recent answers and ratings.
+_INDEXES = """
+CREATE INDEX IF NOT EXISTS answers_by_time ON answers (created_at);
+CREATE INDEX IF NOT EXISTS answer_feedback_by_time ON answer_feedback (updated_at);
+"""
 
 log = logging.getLogger(__name__)
 
@@ -79,6 +101,9 @@ def _unavailable(exc: BaseException) -> bool:
     """SQLite refused the write (locked, disk trouble): keep it in the fallback file."""
     return isinstance(exc, sqlite3.Error)
 
+
+# Every field but the id, as the new row has it.
+_UPSERT = ", ".join(f"{f} = excluded.{f}" for f in ANSWER_FIELDS[1:])
 
 _BATCH = 64  # items taken from the queue at once (each still committed on its own)
 
@@ -134,9 +159,10 @@ class FeedbackStore(SqliteFile, RecordsWrites):
         # Databases created before a column existed get it added (SQLite has no IF NOT EXISTS here).
         async with db.execute("PRAGMA table_info(answers)") as cur:
             columns = {row[1] for row in await cur.fetchall()}
-        for column in ("message_id", "card_json"):
+        for column, definition in _ADDED_COLUMNS.items():
             if column not in columns:
-                await db.execute(f"ALTER TABLE answers ADD COLUMN {column} TEXT NOT NULL DEFAULT ''")
+                await db.execute(f"ALTER TABLE answers ADD COLUMN {column} {definition}")
+        await db.executescript(_INDEXES)
 
     async def close(self) -> None:
         """Stop the writer after it finished every queued item, then close both connections."""
@@ -198,6 +224,29 @@ class FeedbackStore(SqliteFile, RecordsWrites):
         async with self.reader.execute("SELECT * FROM answer_feedback ORDER BY id") as cur:
             names = [d[0] for d in cur.description]
             return [dict(zip(names, r, strict=True)) for r in await cur.fetchall()]
+
+    async def answers_since(self, since: datetime, limit: int) -> list[AnswerRecord]:
+        # Times are stored as UTC ISO 8601 text, which sorts as the times do.
+        query = (
+            f"SELECT {', '.join(ANSWER_COLUMNS)} FROM answers WHERE created_at >= ?"
+            " ORDER BY created_at DESC LIMIT ?"
+        )
+        async with self.reader.execute(query, (since.astimezone(UTC).isoformat(), limit)) as cur:
+            names = [d[0] for d in cur.description]
+            rows = await cur.fetchall()
+        return [AnswerRecord.model_validate(dict(zip(names, r, strict=True))) for r in rows]
+
+    async def ratings_since(self, since: datetime) -> list[RatingRecord]:
+        columns = ", ".join(f"f.{c}" for c in RATING_COLUMNS if c != "web_urls")
+        query = (
+            f"SELECT {columns}, COALESCE(a.web_urls, '[]') AS web_urls FROM answer_feedback f"
+            " LEFT JOIN answers a ON a.result_id = f.result_id"
+            " WHERE f.updated_at >= ? ORDER BY f.updated_at DESC, f.id DESC"
+        )
+        async with self.reader.execute(query, (since.astimezone(UTC).isoformat(),)) as cur:
+            names = [d[0] for d in cur.description]
+            rows = await cur.fetchall()
+        return [RatingRecord.model_validate(dict(zip(names, r, strict=True))) for r in rows]
 
     # --- the writer -----------------------------------------------------------------------------
 
@@ -297,20 +346,13 @@ class FeedbackStore(SqliteFile, RecordsWrites):
         return result
 
     async def _insert_answer(self, row: list[str]) -> None:
-        if len(row) != 12 or not all(isinstance(x, str) for x in row):
-            raise ValueError("an answer row has 12 text fields")
+        values: list[Any] = checked_answer_row(row)
+        values[12], values[13] = int(values[12] == "1"), int(values[13] == "1")  # refused, cache_hit
         # An upsert, not a replace: replaying an answer again keeps the message id set meanwhile.
         await self.db.execute(
-            "INSERT INTO answers (result_id, created_at, conversation_id, user_id, channel_id,"
-            " language, question, answer, branch, cited_files, web_urls, card_json)"
-            " VALUES (?,?,?,?,?,?,?,?,?,?,?,?)"
-            " ON CONFLICT (result_id) DO UPDATE SET created_at = excluded.created_at,"
-            " conversation_id = excluded.conversation_id, user_id = excluded.user_id,"
-            " channel_id = excluded.channel_id, language = excluded.language,"
-            " question = excluded.question, answer = excluded.answer, branch = excluded.branch,"
-            " cited_files = excluded.cited_files, web_urls = excluded.web_urls,"
-            " card_json = excluded.card_json",
-            row,
+            f"INSERT INTO answers ({', '.join(ANSWER_FIELDS)}) VALUES ({', '.join('?' * len(ANSWER_FIELDS))})"
+            f" ON CONFLICT (result_id) DO UPDATE SET {_UPSERT}",
+            values,
         )
 
     async def _set_message_id(self, result_id: str, message_id: str) -> None:
