@@ -1,4 +1,5 @@
-"""The bot's web app: Bot Framework messages, health, and the local documents the cards link to.
+"""The bot's web app: Bot Framework messages, health, the local documents the cards link to, the Web
+Chat page and the admin dashboard.
 
 python app.py                # builds or loads the local index, then serves on HOST:PORT
 python app.py --workers 2    # the same port served by two processes (workers.py)
@@ -24,6 +25,7 @@ from botbuilder.integration.aiohttp import CloudAdapter
 from botbuilder.schema import Activity, ActivityTypes
 from msrest.exceptions import DeserializationError
 
+from admin import AdminRoutes
 from bot.auth import AuthUnavailable
 from bot.connector_cache import CachingAuthentication
 from bot.crag_bot import REPLIED, CragBot
@@ -76,6 +78,7 @@ def create_app(settings: BotSettings) -> web.Application:
     app.router.add_post("/api/messages", messages)
     app.router.add_get("/api/health", health)
     DocumentRoute(settings.docs_dir, lambda: runtime.index.files, runtime.links).register(app)
+    AdminRoutes(settings, runtime.feedback, runtime.handle).register(app)
     setup_webchat(app, settings, adapter, bot.on_turn)
     app.on_startup.append(_startup)
     app.on_cleanup.append(_cleanup)

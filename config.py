@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Literal
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from pydantic import Field, SecretStr
+from pydantic import Field, SecretStr, model_validator
 
 from crag.settings import REPO_ROOT, CragSettings
+
+ADMIN_KEY_MIN_CHARS = 16  # a shared key guessable in a few tries would protect nothing
+_GUID = re.compile(r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$")
 
 
 class BotSettings(CragSettings):
@@ -97,6 +102,21 @@ class BotSettings(CragSettings):
     # With an app id, /api/health tells only the status, unless the X-Health-Key header holds this key.
     health_key: SecretStr = Field(default=SecretStr(""), alias="CRAG_HEALTH_KEY")
 
+    # The admin dashboard (/admin, admin/) is off until one of these is set. CRAG_ADMIN_KEY: a shared
+    # key (the X-Admin-Key header or the sign-in form). CRAG_ADMIN_GROUP: with an app id, the object id
+    # of an Entra ID group; access tokens for the bot's app whose `groups` claim holds it are accepted.
+    admin_key: SecretStr = Field(default=SecretStr(""), alias="CRAG_ADMIN_KEY")
+    admin_group: str = Field(default="", alias="CRAG_ADMIN_GROUP")
+    # The tenant whose tokens are accepted (empty: MicrosoftAppTenantId); its signing keys' metadata
+    # (empty: the public cloud's); an audience besides the app id and api://<app id>.
+    admin_tenant_id: str = Field(default="", alias="CRAG_ADMIN_TENANT_ID")
+    admin_openid_metadata_url: str = Field(default="", alias="CRAG_ADMIN_OPENID_METADATA_URL")
+    admin_audience: str = Field(default="", alias="CRAG_ADMIN_AUDIENCE")
+    # How long a sign-in lasts (an Entra ID sign-in no longer than its token).
+    admin_session_hours: float = Field(default=8.0, gt=0, le=24 * 7, alias="CRAG_ADMIN_SESSION_HOURS")
+    # The dashboard's days begin at midnight here (an IANA name, e.g. Asia/Tokyo).
+    admin_timezone: str = Field(default="UTC", alias="CRAG_ADMIN_TIMEZONE")
+
     app_id: str = Field(default="", alias="MicrosoftAppId")
     app_password: SecretStr = Field(default=SecretStr(""), alias="MicrosoftAppPassword")
     app_type: str = Field(default="MultiTenant", alias="MicrosoftAppType")
@@ -107,6 +127,42 @@ class BotSettings(CragSettings):
     # an app already uploaded to Teams.
     teams_app_id: str = Field(default="", alias="TEAMS_APP_ID")
     teams_app_version: str = Field(default="", alias="TEAMS_APP_VERSION")
+
+    @model_validator(mode="after")
+    def _admin_access_sound(self) -> BotSettings:
+        key = self.admin_key.get_secret_value()
+        if key and len(key) < ADMIN_KEY_MIN_CHARS:
+            raise ValueError(
+                f"CRAG_ADMIN_KEY must be at least {ADMIN_KEY_MIN_CHARS} characters "
+                "(make one with: python -c 'import secrets; print(secrets.token_urlsafe(32))')"
+            )
+        if self.admin_group:
+            if not _GUID.match(self.admin_group):
+                raise ValueError("CRAG_ADMIN_GROUP must be the object id (a GUID) of an Entra ID group")
+            if not self.app_id:
+                raise ValueError("CRAG_ADMIN_GROUP needs MicrosoftAppId: tokens are accepted for that app")
+            if not _GUID.match(self.admin_tenant):
+                raise ValueError(
+                    "CRAG_ADMIN_GROUP needs the tenant's id (a GUID): "
+                    "CRAG_ADMIN_TENANT_ID or MicrosoftAppTenantId"
+                )
+        try:
+            ZoneInfo(self.admin_timezone)
+        except (ZoneInfoNotFoundError, ValueError):
+            raise ValueError(f"CRAG_ADMIN_TIMEZONE={self.admin_timezone!r} is not a time zone name") from None
+        return self
+
+    @property
+    def admin_tenant(self) -> str:
+        return self.admin_tenant_id or self.app_tenant_id
+
+    @property
+    def admin_metadata_url(self) -> str:
+        """Where the tenant publishes the keys that sign its tokens (v1 and v2 tokens alike)."""
+        return (
+            self.admin_openid_metadata_url
+            or f"https://login.microsoftonline.com/{self.admin_tenant}/v2.0/.well-known/openid-configuration"
+        )
 
     @property
     def bind_host(self) -> str:

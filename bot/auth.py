@@ -136,6 +136,13 @@ def _metadata_for(url: str) -> AsyncOpenIdMetadata:
     return metadata
 
 
+async def signing_key(metadata_url: str, key_id: str | None) -> Any:
+    """The public key published under `key_id` at an OpenID metadata URL, from the same cache and
+    non-blocking fetch as the bot's own tokens (the admin dashboard's Entra ID tokens use it).
+    Unknown or missing kid: jwt.InvalidTokenError; keys not to be had: SigningKeysUnavailable."""
+    return (await _metadata_for(metadata_url).get(key_id)).public_key
+
+
 def install(fetch_timeout: float) -> None:
     """Make every JwtTokenExtractor of the SDK use the asynchronous key cache (idempotent)."""
     AsyncOpenIdMetadata.fetch_timeout = fetch_timeout
