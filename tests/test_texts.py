@@ -12,7 +12,7 @@ from crag.models import Branch, Notice, Stage
 from texts import LANGS, TEXTS, t
 
 ROOT = Path(__file__).resolve().parent.parent
-CODE = ("app.py", "bot", "turn", "replies", "cards", "webchat", "crag", "feedback")
+CODE = ("app.py", "bot", "turn", "replies", "cards", "webchat", "crag", "feedback", "admin")
 
 
 def keys_read_in_code() -> set[str]:
