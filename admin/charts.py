@@ -43,11 +43,11 @@ class Chart:
 
 
 def nice_ceiling(value: float) -> float:
-    """The axis maximum: 1, 2 or 5 times a power of ten, at least `value` (and at least 1)."""
+    """The axis maximum: 1, 2, 2.5 or 5 times a power of ten, at least `value` (and at least 1)."""
     if value <= 1:
         return 1.0
     power = 10 ** math.floor(math.log10(value))
-    for step in (1, 2, 5, 10):
+    for step in (1, 2, 2.5, 5, 10):
         if step * power >= value:
             return float(step * power)
     return float(10 * power)
@@ -86,7 +86,7 @@ def ratings_by_day(days: Sequence[DayRatings], title: str, tip: Callable[[DayRat
 
 
 # The half-width charts: names on the left, bars in the middle, figures in a column on the right.
-HALF_WIDTH, NAMES_W, FIGURES_W = 580.0, 175.0, 205.0
+HALF_WIDTH, NAMES_W, FIGURES_W = 580.0, 175.0, 150.0
 
 
 def ratings_by_branch(
@@ -94,6 +94,7 @@ def ratings_by_branch(
     title: str,
     name: Callable[[str], str],
     caption: Callable[[BranchRatings], str],
+    tip: Callable[[BranchRatings], str],
 ) -> Chart:
     """One bar per branch, as long as its share of all ratings, split into 👍 and 👎."""
     row_h = 32.0
@@ -107,11 +108,11 @@ def ratings_by_branch(
         up_w = bar_w * r.up / most
         down_w = bar_w * r.down / most
         if r.up:
-            chart.rects.append(Rect(left, y + 3, up_w, 18, "up", caption(r)))
+            chart.rects.append(Rect(left, y + 3, up_w, 18, "up", tip(r)))
         if r.down:
-            chart.rects.append(Rect(left + up_w, y + 3, down_w, 18, "down", caption(r)))
+            chart.rects.append(Rect(left + up_w, y + 3, down_w, 18, "down", tip(r)))
         if not r.up and not r.down:
-            chart.rects.append(Rect(left, y + 3, 1, 18, "none", caption(r)))
+            chart.rects.append(Rect(left, y + 3, 1, 18, "none", tip(r)))
         chart.labels.append(Label(left + bar_w + 10, y + 16, caption(r), "start", "value"))
     return chart
 
@@ -121,6 +122,7 @@ def stage_latency(
     title: str,
     name: Callable[[str], str],
     caption: Callable[[StageLatency], str],
+    tip: Callable[[StageLatency], str],
 ) -> Chart:
     """A bar per stage: p95 long and light, p50 inside it, dark; one scale for every stage."""
     row_h = 26.0
@@ -134,8 +136,8 @@ def stage_latency(
         chart.labels.append(Label(NAMES_W, y + 14, name(s.stage), "end", total))
         p95_w = max(1.0, bar_w * s.p95_ms / most)
         p50_w = max(1.0, bar_w * s.p50_ms / most)
-        chart.rects.append(Rect(left, y + 2, p95_w, 16, "p95", caption(s)))
-        chart.rects.append(Rect(left, y + 2, p50_w, 16, "p50", caption(s)))
+        chart.rects.append(Rect(left, y + 2, p95_w, 16, "p95", tip(s)))
+        chart.rects.append(Rect(left, y + 2, p50_w, 16, "p50", tip(s)))
         chart.labels.append(Label(left + bar_w + 10, y + 14, caption(s), "start", "value"))
     return chart
 

@@ -22,8 +22,11 @@ Analyze = Callable[[str], list[Word]]
 # Word kinds that name a topic, best first: a shared noun says more than a shared verb. Numbers and
 # affixes (5日, 〜様) name none.
 _KIND_RANK = {"proper": 0, "noun": 0, "latin": 0, "predicate": 1}
+# Words this common in general language (Zipf scale, crag/text/commonness.py) name no topic either:
+# 日 (6.4), 年, 人, day, time, year would otherwise gather every "how many days" question into one.
+GENERAL_ZIPF = 5.5
 MAX_LABEL_TERMS = 4
-MAX_EXAMPLES = 5
+MAX_EXAMPLES = 3
 
 
 @dataclass(frozen=True)
@@ -69,7 +72,7 @@ def group_by_keywords(asked: Sequence[Asked], analyze: Analyze) -> list[Group]:
     for a in asked:
         terms: set[str] = set()
         for w in analyze(a.question):
-            if w.kind not in _KIND_RANK:
+            if w.kind not in _KIND_RANK or w.zipf >= GENERAL_ZIPF:
                 continue
             terms.add(w.term)
             words.setdefault(w.term, []).append(w)

@@ -82,12 +82,18 @@ def render_dashboard(summary: AdminSummary, lang: Lang, bot_name: str) -> str:
         return page.tx("admin.tip.day", day=d.day.isoformat(), up=d.up, down=d.down, answers=d.answers)
 
     def branch_caption(r: BranchRatings) -> str:
+        return page.tx("admin.caption.branch", up=r.up, down=r.down, share=_percent(r.share_up))
+
+    def branch_tip(r: BranchRatings) -> str:
         return page.tx(
-            "admin.caption.branch", up=r.up, down=r.down, share=_percent(r.share_up), answers=r.answers
+            "admin.tip.branch", branch=page.branch(r.branch), caption=branch_caption(r), answers=r.answers
         )
 
     def stage_caption(s: StageLatency) -> str:
-        return page.tx("admin.caption.stage", p50=_ms(s.p50_ms), p95=_ms(s.p95_ms), turns=s.turns)
+        return page.tx("admin.caption.stage", p50=_ms(s.p50_ms), p95=_ms(s.p95_ms))
+
+    def stage_tip(s: StageLatency) -> str:
+        return page.tx("admin.tip.stage", stage=page.stage(s.stage), caption=stage_caption(s), turns=s.turns)
 
     total = next((s for s in summary.latency.stages if s.stage == "total"), None)
     most_asked = max((g.asked for g in summary.gaps.groups), default=0)
@@ -109,23 +115,26 @@ def render_dashboard(summary: AdminSummary, lang: Lang, bot_name: str) -> str:
         cache_ring=charts.donut(cache_share),
         by_day=charts.ratings_by_day(summary.ratings.by_day, page.tx("admin.ratings_by_day"), day_tip),
         by_branch=charts.ratings_by_branch(
-            summary.ratings.by_branch, page.tx("admin.ratings_by_branch"), page.branch, branch_caption
+            summary.ratings.by_branch,
+            page.tx("admin.ratings_by_branch"),
+            page.branch,
+            branch_caption,
+            branch_tip,
         ),
         latency=charts.stage_latency(
-            summary.latency.stages, page.tx("admin.latency"), page.stage, stage_caption
+            summary.latency.stages, page.tx("admin.latency"), page.stage, stage_caption, stage_tip
         ),
     )
 
 
-def render_sign_in(lang: Lang, bot_name: str, key: bool, token: bool, app_id: str, message: str = "") -> str:
+def render_sign_in(
+    lang: Lang, bot_name: str, key: bool, token: bool, app_id: str, message: str = "", days: int = 30
+) -> str:
+    """The form; `days` is the window asked for, kept through the sign-in."""
     page = Page(lang, "UTC")
-    label = (
-        "admin.sign_in.key_or_token"
-        if key and token
-        else "admin.sign_in.key"
-        if key
-        else "admin.sign_in.token"
-    )
+    label = "admin.sign_in.key_or_token" if key and token else "admin.sign_in.key"
+    if not key:
+        label = "admin.sign_in.token"
     return _env.get_template("sign_in.html").render(
         p=page,
         lang=lang,
@@ -134,6 +143,7 @@ def render_sign_in(lang: Lang, bot_name: str, key: bool, token: bool, app_id: st
         token=token,
         app_id=app_id,
         message=message,
+        days=days,
     )
 
 

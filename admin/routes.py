@@ -66,7 +66,7 @@ class AdminRoutes:
             admin = await self.access.identify(request)
             days = _days(request)
         except Denied as denied:
-            return self._denied_page(request, denied, lang)
+            return self._denied_page(request, denied, lang, days=_days_or_default(request))
         except ValueError:
             return self._html(render_message(lang, self._name, t("admin.bad_days", lang)), 400)
         summary = await self._summary(days)
@@ -112,12 +112,18 @@ class AdminRoutes:
         secret = form.get("secret") if form is not None else None
         if form is not None and form.get("lang") in ("ja", "en"):
             lang = "ja" if form.get("lang") == "ja" else "en"
+        wanted = form.get("days") if form is not None else None
+        days = (
+            int(wanted)
+            if isinstance(wanted, str) and wanted.isdigit() and 1 <= int(wanted) <= MAX_DAYS
+            else 0
+        )
         try:
             admin, not_after = await self.access.sign_in(request, secret if isinstance(secret, str) else "")
         except Denied as denied:
-            return self._denied_page(request, denied, lang, attempted=True)
+            return self._denied_page(request, denied, lang, attempted=True, days=days or DEFAULT_DAYS)
         log.info("admin signed in (%s %s) from %s", admin.via, admin.who, esc(client(request)))
-        response = _see_other(f"/admin?lang={lang}")
+        response = _see_other(f"/admin?days={days}&lang={lang}" if days else f"/admin?lang={lang}")
         self.access.set_session(response, admin, not_after)
         return response
 
@@ -161,7 +167,12 @@ class AdminRoutes:
         return await asyncio.to_thread(summarize, win, answers, ratings, _analyze, health, cache, skipped)
 
     def _denied_page(
-        self, request: web.Request, denied: Denied, lang: Lang, attempted: bool = False
+        self,
+        request: web.Request,
+        denied: Denied,
+        lang: Lang,
+        attempted: bool = False,
+        days: int = DEFAULT_DAYS,
     ) -> web.Response:
         self._log_denied(request, denied)
         headers = {"Retry-After": str(int(denied.retry_after) + 1)} if denied.retry_after else {}
@@ -179,6 +190,7 @@ class AdminRoutes:
                 token=self.access.entra is not None,
                 app_id=self.settings.app_id,
                 message=message,
+                days=days,
             )
             return self._html(text, denied.status, headers)
         return self._html(render_message(lang, self._name, t(denied.text_key, lang)), denied.status, headers)
@@ -209,6 +221,13 @@ def _days(request: web.Request) -> int:
     if not raw.isdigit() or not 1 <= int(raw) <= MAX_DAYS:
         raise ValueError("days out of range")
     return int(raw)
+
+
+def _days_or_default(request: web.Request) -> int:
+    try:
+        return _days(request)
+    except ValueError:
+        return DEFAULT_DAYS
 
 
 def _lang(request: web.Request) -> Lang:

@@ -22,8 +22,8 @@ from feedback.records import AnswerRecord, RatingRecord
 BRANCHES = ("correct", "ambiguous", "incorrect")
 # The engine's stages in the order a turn runs them (crag/engine.py), then the whole turn.
 STAGES = ("rewrite", "retrieve", "grade", "research", "web", "refine", "generate", "total")
-MAX_DOWN_RATED = 50
-MAX_GAP_GROUPS = 15
+MAX_DOWN_RATED = 20  # the newest; the page is read at a glance
+MAX_GAP_GROUPS = 12
 ANSWER_LIMIT = 20_000  # answers read per window: the newest ones when there are more
 
 
@@ -89,7 +89,10 @@ class GapGroup(BaseModel):
 
 
 class GapFigures(BaseModel):
-    asked: int  # answers in the window that were refused or went to the web
+    asked: int  # answers in the window that were refused or went to the web (see `outcome`)
+    refused: int
+    web: int
+    partial: int
     groups: list[GapGroup]
     more_groups: int  # groups beyond MAX_GAP_GROUPS
     more_asked: int
@@ -162,13 +165,15 @@ def _share(part: int, whole: int) -> float | None:
 
 
 def outcome(answer: AnswerRecord) -> str | None:
-    """How the documents failed the question: refused, answered from the web, or only partly covered
-    (documents beside the web); None when they answered it."""
+    """How the documents failed the question: refused; sent to the web because no passage was relevant
+    (the incorrect branch, whether or not a web search is configured); or only partly covered, the
+    answer citing web sources beside the documents. None when the documents answered it: an ambiguous
+    answer from the documents alone (no web search, or none needed) is no gap in them."""
     if answer.refused:
         return "refused"
     if answer.branch == "incorrect":
         return "web"
-    if answer.branch == "ambiguous":
+    if answer.branch == "ambiguous" and answer.web_urls:
         return "partial"
     return None
 
@@ -270,8 +275,12 @@ def _gaps(answers: Sequence[AnswerRecord], analyze: Analyze) -> GapFigures:
     ]
     groups = group_by_keywords(asked, analyze)
     shown = groups[:MAX_GAP_GROUPS]
+    kinds = Counter(a.outcome for a in asked)
     return GapFigures(
         asked=len(asked),
+        refused=kinds["refused"],
+        web=kinds["web"],
+        partial=kinds["partial"],
         groups=[
             GapGroup(
                 keywords=g.keywords,

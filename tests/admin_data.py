@@ -93,6 +93,16 @@ PLANNED = [
             "total": 80,
         },
         files=("facilities.md",),
+        web=("https://example.com/osaka-rooms",),
+    ),
+    # Ambiguous, from the documents alone (no web search configured): no gap in them.
+    Planned(
+        "desk",
+        2,
+        "Can I reserve a desk at the Osaka office?",
+        Branch.AMBIGUOUS,
+        timings={"rewrite": 1, "retrieve": 10, "grade": 30, "refine": 2, "generate": 6, "total": 50},
+        files=("facilities.md",),
     ),
     Planned(
         "canteen",

@@ -61,10 +61,10 @@ async def test_user_input_is_shown_as_text_never_as_markup(keyed: Client) -> Non
 async def test_the_page_shows_the_known_figures(keyed: Client) -> None:
     html = await page_text(keyed)
     kpi = re.search(r'id="kpi-answers">.*?class="value">([^<]+)<', html, re.S)
-    assert kpi and kpi.group(1) == "6"
+    assert kpi and kpi.group(1) == "7"
     assert re.search(r'id="kpi-share-up">.*?class="value">40%<', html, re.S)
     assert re.search(r'id="kpi-gaps">.*?class="value">4<', html, re.S)
-    assert re.search(r'id="kpi-latency">.*?class="value">60 ms<', html, re.S)  # p50 of the whole turn
+    assert re.search(r'id="kpi-latency">.*?class="value">50 ms<', html, re.S)  # p50 of the whole turn
     docs = keyed.app[app_module.RUNTIME].index.documents
     assert re.search(rf'id="kpi-documents">.*?class="value">{docs}<', html, re.S)
     # The gap group of the three Osaka office questions, and the thumbs-down with its web source.
@@ -75,10 +75,13 @@ async def test_the_page_shows_the_known_figures(keyed: Client) -> None:
     assert by_day.count('class="up"><title>') == 2 and by_day.count('class="down"><title>') == 2
     assert by_day.count('class="none"><title>') == 4  # the days without a rating: a hairline
     assert ": 👍 0 · 👎 2 · 2 answers</title>" in by_day
-    # By branch: the web branch's two thumbs-down, and its three answers.
-    assert "👍 0 · 👎 2 (👍 0%) · 3 answers" in section(html, "ratings-by-branch")
+    # By branch: the web branch's two thumbs-down, and (in the tooltip) its three answers.
+    by_branch = section(html, "ratings-by-branch")
+    assert ">👍 0 · 👎 2 (0% 👍)</text>" in by_branch
+    assert "<title>🌐 From the web: 👍 0 · 👎 2 (0% 👍) · 3 answers</title>" in by_branch
     latency = section(html, "latency")
-    assert "p50 60 ms · p95 100 ms (5 turns)" in latency and "p50 70 ms · p95 70 ms (1 turns)" in latency
+    assert ">p50 50 · p95 100 ms</text>" in latency and ">p50 70 · p95 70 ms</text>" in latency
+    assert "<title>Whole turn: p50 50 · p95 100 ms (6 turns)</title>" in latency
     japanese = await page_text(keyed, "?days=7&lang=ja")
     assert "日別の評価" in japanese and "文書の不足" in japanese and 'lang="ja"' in japanese
 
@@ -171,10 +174,12 @@ def test_the_dashboard_in_chromium(tmp_path: Path) -> None:
                 page.locator("#ratings-by-day svg.chart").wait_for()
 
                 assert page.title().startswith("Admin dashboard")  # not 'pwned': no injected script ran
-                assert page.locator("#kpi-answers .value").inner_text() == "7"  # the default 30 days
+                assert page.locator("#kpi-answers .value").inner_text() == "7"  # the 7 days asked for
+                page.click("nav a:has-text('30 days')")
+                page.locator("nav a[aria-current=page]:has-text('30 days')").wait_for()
+                assert page.locator("#kpi-answers .value").inner_text() == "8"
                 page.click("nav a:has-text('7 days')")
                 page.locator("nav a[aria-current=page]:has-text('7 days')").wait_for()
-                assert page.locator("#kpi-answers .value").inner_text() == "6"
                 gaps = page.locator("#gaps").inner_text()
                 assert SCRIPT_QUESTION in gaps  # shown as the text it is
                 assert SCRIPT_COMMENT in page.locator("#down-rated").inner_text()
