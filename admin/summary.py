@@ -192,12 +192,13 @@ def summarize(
     zone = ZoneInfo(win.timezone)
     answers = [a for a in answers if a.created_at >= win.start]
     ratings = [r for r in ratings if r.updated_at >= win.start]
+    down_rated = _down_rated(ratings)
     return AdminSummary(
         window=win,
         answers=_answer_figures(answers),
         ratings=_rating_figures(win, zone, answers, ratings),
-        down_rated=_down_rated(ratings)[:MAX_DOWN_RATED],
-        more_down_rated=max(0, len(_down_rated(ratings)) - MAX_DOWN_RATED),
+        down_rated=down_rated[:MAX_DOWN_RATED],
+        more_down_rated=max(0, len(down_rated) - MAX_DOWN_RATED),
         gaps=_gaps(answers, analyze),
         latency=_latency(answers),
         cache=_cache(answers, cache),
