@@ -8,6 +8,7 @@ from collections.abc import Callable
 from typing import Protocol, cast
 
 from crag import search, web
+from crag.access import MembershipSource
 from crag.cache import AnswerCache, MemoryAnswerCache
 from crag.cache_redis import RedisAnswerCache
 from crag.engine import CragEngine, EngineConfig
@@ -15,8 +16,9 @@ from crag.generate.extractive import ExtractiveComposer
 from crag.generate.llm import LlmGenerator
 from crag.grade.llm import LlmGrader
 from crag.grade.local import LocalGrader
-from crag.ingest.local_target import BuildReport, load_or_build, stale_fingerprint
+from crag.ingest.local_target import AccessSource, BuildReport, load_or_build, stale_fingerprint
 from crag.llm.client import LlmClient
+from crag.membership import LocalMembership
 from crag.protocols import (
     AnswerGenerator,
     Closer,
@@ -55,6 +57,7 @@ def open_local_index(
         progress,
         settings.chunk_max_tokens,
         fingerprint,
+        access_source(settings),
     )
 
 
@@ -68,12 +71,29 @@ def local_index_stale(
         settings.chunk_max_chars,
         settings.docs_base_url or docs_base_url,
         settings.chunk_max_tokens,
+        access_source(settings),
     )
+
+
+def membership_source(settings: CragSettings) -> MembershipSource:
+    """Where askers' groups come from, for access trimming: the [groups] of the access file, read
+    again whenever it changes (a lookup is a dict access: nothing to cache). The Microsoft Graph
+    source (`/users/{id}/transitiveMemberOf`) plugs in here, behind
+    CachedMembership(source, settings.access_groups_ttl): one Graph call per question would be slow
+    and throttled."""
+    return LocalMembership(settings.access_path, required=bool(settings.access_file))
+
+
+def access_source(settings: CragSettings) -> AccessSource:
+    """The documents' access file (crag/access_file.py): CRAG_ACCESS_FILE, which must then exist, or
+    the folder's own .access.toml when it has one."""
+    return AccessSource(settings.access_path, required=bool(settings.access_file))
 
 
 __all__ = [
     "build_engine",
     "local_index_stale",
+    "membership_source",
     "open_local_index",
     "search_provider",
     "uses_local_index",

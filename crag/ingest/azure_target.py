@@ -9,14 +9,17 @@ from __future__ import annotations
 
 import hashlib
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 from tqdm import tqdm
 
+from crag.access_file import AccessFileError
 from crag.embed.llm import LlmEmbedder
 from crag.ingest.azure_index import AzureSearchIndex, ensure_index, file_fingerprint, sync_chunks
 from crag.ingest.chunker import chunk_document, document_url
 from crag.ingest.loaders import DocumentError, discover, load
+from crag.ingest.local_target import AccessSource, warn_about
 from crag.llm.client import LlmClient
 from crag.models import Chunk
 from crag.search.azure import SearchUnavailable
@@ -34,7 +37,11 @@ async def ingest_azure(docs_dir: Path, settings: CragSettings) -> int:
     if config.mode != "keyword" and embedder is None:
         print(f"error: AZURE_SEARCH_MODE={config.mode} needs an embedding model", file=sys.stderr)
         return 2
-    chunks, hashes, skipped = read_folder(docs_dir, settings, embedder.name if embedder else "")
+    try:
+        chunks, hashes, skipped = read_folder(docs_dir, settings, embedder.name if embedder else "")
+    except AccessFileError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
     try:
         await ensure_index(config)
         with tqdm(unit="chunk", file=sys.stderr, desc="uploading") as bar:
@@ -67,14 +74,19 @@ async def ingest_azure(docs_dir: Path, settings: CragSettings) -> int:
 def read_folder(
     docs_dir: Path, settings: CragSettings, embedding_model: str
 ) -> tuple[list[Chunk], dict[str, str], list[str]]:
-    """Chunks of every readable file, their fingerprints, and why the others were skipped."""
+    """Chunks of every readable file, with its readers from the folder's access file (or
+    CRAG_ACCESS_FILE), their fingerprints, and why the others were skipped. Raises AccessFileError
+    when the access file cannot be used: nothing is uploaded without the rules."""
+    local = settings.for_docs(docs_dir)
+    rules = AccessSource(local.access_path, bool(local.access_file)).read()
     chunks: list[Chunk] = []
     hashes: dict[str, str] = {}
     skipped: list[str] = []  # symbolic links (never followed) first, then unreadable files
-    for path in tqdm(discover(docs_dir, skipped), unit="file", file=sys.stderr, desc="reading"):
+    files = discover(docs_dir, skipped)
+    for path in tqdm(files, unit="file", file=sys.stderr, desc="reading"):
         rel = path.relative_to(docs_dir).as_posix()
         try:
-            doc = load(path, docs_dir)
+            doc = replace(load(path, docs_dir), allowed=rules.allowed_for(rel))
         except DocumentError as exc:
             skipped.append(str(exc))
             continue
@@ -83,11 +95,16 @@ def read_folder(
         if not file_chunks:
             continue
         chunks.extend(file_chunks)
+        # New readers re-upload the file (a permission change is in the index on the next ingest);
+        # a file without known readers keeps the fingerprint it had before access rules existed.
+        readers = {} if doc.allowed is None else {"allowed": doc.allowed}
         hashes[rel] = file_fingerprint(
             hashlib.sha256(path.read_bytes()).hexdigest(),
             max_chars=settings.chunk_max_chars,
             max_tokens=settings.chunk_max_tokens,
             base_url=settings.docs_base_url,
             embedder=embedding_model,
+            **readers,
         )
+    warn_about(rules, [f.relative_to(docs_dir).as_posix() for f in files])
     return chunks, hashes, skipped

@@ -17,7 +17,7 @@ import time
 from collections import Counter
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import bm25s
@@ -27,6 +27,7 @@ try:
 except ImportError:  # Windows
     fcntl = None  # type: ignore[assignment]
 
+from crag.access_file import AccessFile, access_file_digest, read_access_file
 from crag.embed.store import KEYS_FILE, VECTORS_FILE
 from crag.ingest.chunker import chunk_document, document_url
 from crag.ingest.loaders import DocumentError, discover, load
@@ -70,12 +71,15 @@ def load_or_build(
     progress: Progress | None = None,
     max_tokens: int = 0,
     fingerprint: dict[str, object] | None = None,
+    access: AccessSource | None = None,
 ) -> tuple[LocalIndex, BuildReport | None]:
     """Load the index if it matches the documents (their fingerprint, when the caller has it),
-    otherwise (re)build it (report None: loaded)."""
+    otherwise (re)build it (report None: loaded). `access` is where the folder's access file is
+    (crag/access_file.py): its rules give each chunk its readers, and its content is part of the
+    fingerprint. Raises AccessFileError when that file cannot be used."""
     # Hashing every file is the costly part of the check: do it once, for the check and the build.
     if fingerprint is None and docs_dir.is_dir():
-        fingerprint = _fingerprint(docs_dir, max_chars, base_url, max_tokens)
+        fingerprint = _fingerprint(docs_dir, max_chars, base_url, max_tokens, access)
     # Several processes may serve one folder (`app.py --workers N`), and each re-indexes it when a
     # file changes: the first to take the lock builds, the others wait and then load what it wrote.
     with build_lock(index_dir):
@@ -84,7 +88,9 @@ def load_or_build(
                 return LocalIndex.load(index_dir), None
             except (OSError, ValueError, KeyError) as exc:
                 log.warning("local index unreadable (%s); rebuilding", exc.__class__.__name__)
-        return build_local_index(docs_dir, index_dir, max_chars, base_url, progress, max_tokens, fingerprint)
+        return build_local_index(
+            docs_dir, index_dir, max_chars, base_url, progress, max_tokens, fingerprint, access
+        )
 
 
 @contextlib.contextmanager
@@ -109,6 +115,7 @@ def stale_fingerprint(
     max_chars: int = 1200,
     base_url: str = "",
     max_tokens: int = 0,
+    access: AccessSource | None = None,
 ) -> dict[str, object] | None:
     """The folder's fingerprint when it no longer matches the index of `current_version` (the one
     serving: pass the fingerprint on to load_or_build); None when it does. Reads only the files'
@@ -116,7 +123,7 @@ def stale_fingerprint(
     folder may have stored the new index already."""
     if not docs_dir.is_dir():
         raise FileNotFoundError(f"documents folder not found: {docs_dir}")
-    fingerprint = _fingerprint(docs_dir, max_chars, base_url, max_tokens)
+    fingerprint = _fingerprint(docs_dir, max_chars, base_url, max_tokens, access)
     return None if index_version(fingerprint) == current_version else fingerprint
 
 
@@ -128,14 +135,24 @@ def build_local_index(
     progress: Progress | None = None,
     max_tokens: int = 0,
     fingerprint: dict[str, object] | None = None,
+    access: AccessSource | None = None,
 ) -> tuple[LocalIndex, BuildReport]:
     """Build the index; files whose content hash is unchanged since the last build are reused
-    as they were (chunks and terms), so re-ingesting a large folder only reads what changed."""
+    as they were (chunks and terms), so re-ingesting a large folder only reads what changed. Each
+    chunk gets its file's readers from the access file (reused ones too: a changed access file
+    re-applies to every file without reading any of them again)."""
     started = time.perf_counter()
     if not docs_dir.is_dir():
         raise FileNotFoundError(f"documents folder not found: {docs_dir}")
+    # Read first: a broken access file stops the build before any work, and never lets it go on
+    # without the rules.
+    rules = access.read() if access is not None else AccessFile()
     extractor = term_extractor()
-    fingerprint = fingerprint or _fingerprint(docs_dir, max_chars, base_url, max_tokens)
+    fingerprint = dict(fingerprint or _fingerprint(docs_dir, max_chars, base_url, max_tokens, access))
+    if rules.digest:
+        # The rules applied, whatever the file held when it was hashed: the next check compares
+        # the file with what this index really applied.
+        fingerprint["access"] = rules.digest
     hashes: dict[str, str] = fingerprint["files"]  # type: ignore[assignment]
     previous = _previous_build(index_dir, fingerprint)
     chunks: list[Chunk] = []
@@ -149,15 +166,18 @@ def build_local_index(
         rel = path.relative_to(docs_dir).as_posix()
         if progress:
             progress(path.name, i, len(files))
+        allowed = rules.allowed_for(rel)
         old = previous.get(rel)
         if old is not None and old[0] == hashes.get(rel):
             reused += 1
             for chunk, terms in old[1]:
+                if chunk.allowed != allowed:
+                    chunk = chunk.model_copy(update={"allowed": allowed})
                 chunks.append(chunk)
                 tokens.append(terms)
             continue
         try:
-            doc = load(path, docs_dir)
+            doc = replace(load(path, docs_dir), allowed=allowed)
         except DocumentError as exc:
             log.warning("skipping document: %s", exc)
             skipped.append(str(exc))
@@ -169,6 +189,7 @@ def build_local_index(
             fresh.append(len(chunks) - 1)
     if progress:
         progress("", len(files), len(files))
+    warn_about(rules, [f.relative_to(docs_dir).as_posix() for f in files])
     # Sudachi releases the GIL while it tokenizes: threads use every core for the bulk of a build.
     workers = min(4, os.cpu_count() or 1)
     with ThreadPoolExecutor(workers) as pool:
@@ -253,16 +274,43 @@ def _file_hash(path: Path) -> str | None:
         return UNREADABLE
 
 
-def _fingerprint(docs_dir: Path, max_chars: int, base_url: str, max_tokens: int) -> dict[str, object]:
+def _fingerprint(
+    docs_dir: Path, max_chars: int, base_url: str, max_tokens: int, access: AccessSource | None = None
+) -> dict[str, object]:
     files = discover(docs_dir) if docs_dir.is_dir() else []
     hashes = {p.relative_to(docs_dir).as_posix(): _file_hash(p) for p in files}
-    return {
+    fingerprint: dict[str, object] = {
         "format": INDEX_FORMAT,
         "max_chars": max_chars,
         "max_tokens": max_tokens,
         "base_url": base_url,
         "files": {rel: digest for rel, digest in hashes.items() if digest is not None},
     }
+    # Only with an access file: a folder without one keeps the fingerprint (and index) it had.
+    digest = access_file_digest(access.path) if access is not None else None
+    if digest is not None:
+        fingerprint["access"] = digest
+    return fingerprint
+
+
+@dataclass(frozen=True)
+class AccessSource:
+    """Where a folder's access file is; `required`: it was configured (CRAG_ACCESS_FILE) and must
+    exist, rather than the folder's optional default."""
+
+    path: Path
+    required: bool = False
+
+    def read(self) -> AccessFile:
+        return read_access_file(self.path, self.required)
+
+
+def warn_about(rules: AccessFile, files: list[str]) -> None:
+    """Log what in the access file is most likely a mistake (it does not stop the build)."""
+    for warning in rules.warnings:
+        log.warning("%s: %s", rules.path, warning)
+    for rule in rules.unmatched_rules(files):
+        log.warning("%s: rule %d (%s) matches no document", rules.path, rule.number, ", ".join(rule.patterns))
 
 
 def _is_current(index_dir: Path, fingerprint: dict[str, object]) -> bool:
