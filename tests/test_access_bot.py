@@ -16,7 +16,7 @@ import pytest
 
 from app import RUNTIME
 from bot.doc_links import DocLinks
-from tests.app_harness import Client, serve_app
+from tests.app_harness import APP_ID, Client, serve_app
 from tests.fakes import FakeConnector, card_of, card_text, make_activity
 from tests.test_access_trimming import ACCESS, DOCS, SALARY_Q, USER_A, USER_B
 
@@ -140,3 +140,33 @@ def test_signed_links_bind_their_user() -> None:
     assert "u=" not in plain
     q = dict(p.split("=", 1) for p in urlsplit(plain).query.split("&"))
     assert links.allows("handbook.md", q["exp"], q["sig"])
+
+
+async def test_signed_links_open_only_for_their_user_while_they_may_read(tmp_path: Path) -> None:
+    """With an app id (links signed): the signature covers the user; a valid link for a user who
+    may not read the file is still refused."""
+    env = {
+        "CRAG_DOCS_DIR": str(folder(tmp_path)),
+        "CRAG_ACCESS_TRIMMING": "true",
+        "CRAG_EMBEDDINGS": "off",
+        "MicrosoftAppId": APP_ID,
+        "MicrosoftAppPassword": "client-secret-for-test",
+        "CRAG_LINK_SECRET": "link-secret-for-test",
+    }
+    async with serve_app(tmp_path, ready=True, **env) as (client, app):
+        runtime = app[RUNTIME]
+
+        def signed(file: str, user: str) -> str:
+            url = runtime.links.sign_url(f"{runtime.docs_url}/{file}", user)
+            return url[len(runtime.settings.base_url) :]
+
+        async def status(path: str) -> int:
+            async with client.get(path) as resp:
+                return resp.status
+
+        assert await status(signed("hr/salary_bands.md", USER_B)) == 200
+        assert await status(signed("hr/salary_bands.md", USER_A)) == 404  # signed, but A may not read
+        assert await status(signed("hr/salary_bands.md", "")) == 404  # an everyone-link to B's file
+        assert await status(signed("handbook.md", "")) == 200
+        forged = signed("hr/salary_bands.md", USER_A).replace(USER_A, USER_B)
+        assert await status(forged) == 403  # the user is under the signature
