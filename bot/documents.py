@@ -38,6 +38,12 @@ _TYPES: dict[str, tuple[str, bool]] = {
     ".docx": ("application/vnd.openxmlformats-officedocument.wordprocessingml.document", False),
     ".pptx": ("application/vnd.openxmlformats-officedocument.presentationml.presentation", False),
     ".xlsx": ("application/vnd.openxmlformats-officedocument.spreadsheetml.sheet", False),
+    # Scanned pages (read by OCR): shown as the picture they are; browsers do not show TIFF.
+    ".png": ("image/png", True),
+    ".jpg": ("image/jpeg", True),
+    ".jpeg": ("image/jpeg", True),
+    ".tif": ("image/tiff", False),
+    ".tiff": ("image/tiff", False),
 }
 _SANDBOX = "sandbox; default-src 'none'; img-src data:; style-src 'unsafe-inline'"
 

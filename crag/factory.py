@@ -17,6 +17,10 @@ from crag.generate.llm import LlmGenerator
 from crag.grade.llm import LlmGrader
 from crag.grade.local import LocalGrader
 from crag.ingest.local_target import AccessSource, BuildReport, load_or_build, stale_fingerprint
+from crag.ingest.ocr.document_intelligence import document_intelligence_engine
+from crag.ingest.ocr.engine import OcrEngine
+from crag.ingest.ocr.tesseract import tesseract_engine
+from crag.ingest.ocr.unavailable import NoOcr
 from crag.llm.client import LlmClient
 from crag.membership import LocalMembership
 from crag.protocols import (
@@ -57,6 +61,7 @@ def open_local_index(
         progress,
         settings.chunk_max_tokens,
         fingerprint,
+        ocr_engine(settings),
         access_source(settings),
     )
 
@@ -71,6 +76,7 @@ def local_index_stale(
         settings.chunk_max_chars,
         settings.docs_base_url or docs_base_url,
         settings.chunk_max_tokens,
+        ocr_engine(settings).name,
         access_source(settings),
     )
 
@@ -90,10 +96,23 @@ def access_source(settings: CragSettings) -> AccessSource:
     return AccessSource(settings.access_path, required=bool(settings.access_file))
 
 
+def ocr_engine(settings: CragSettings) -> OcrEngine:
+    """CRAG_OCR's engine for scanned pages and images; auto: Azure AI Document Intelligence when its
+    endpoint and key are set, else Tesseract when installed, else none (those pages are skipped with
+    the reason). Built per index build: Tesseract installed while the bot runs is used from the next."""
+    ocr = settings.ocr
+    if ocr.engine == "off":
+        return NoOcr("OCR is off (CRAG_OCR=off)")
+    if ocr.engine == "azure" or (ocr.engine == "auto" and ocr.azure_configured):
+        return document_intelligence_engine(ocr)  # the settings refuse CRAG_OCR=azure without them
+    return tesseract_engine(ocr)
+
+
 __all__ = [
     "build_engine",
     "local_index_stale",
     "membership_source",
+    "ocr_engine",
     "open_local_index",
     "search_provider",
     "uses_local_index",

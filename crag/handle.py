@@ -58,6 +58,7 @@ class IndexInfo:
     # Who may read each of those files (crag/access.py; None: unknown): /docs/ checks it when trimming.
     readers: dict[str, tuple[str, ...] | None] = field(default_factory=dict)
     updated_at: str = ""  # when this index was loaded or built (ISO 8601, UTC)
+    ocr: dict[str, object] = field(default_factory=dict)  # scanned pages read and skipped (ocr_status)
 
     @property
     def unknown_files(self) -> list[str]:
@@ -328,6 +329,7 @@ class EngineHandle:
             "documents": None if self.index.remote else self.index.documents,
             "chunks": None if self.index.remote else self.index.chunks,
             "skipped_documents": len(self.index.skipped),
+            "ocr": None if self.index.remote else self.index.ocr,
             "indexed_at": None if self.index.remote else self.index.updated_at,
             "watch": self.watch_status(),
             "providers": engine.providers,
@@ -425,7 +427,23 @@ def _index_info(index: LocalIndex) -> IndexInfo:
         files=frozenset(readers),
         readers=readers,
         updated_at=datetime.now(UTC).isoformat(timespec="seconds"),
+        ocr=ocr_status(index),
     )
+
+
+def ocr_status(index: LocalIndex) -> dict[str, object]:
+    """For /api/health: the OCR engine, the scanned pages the index holds and those it could not read,
+    with the reason the first such file gave (how to install Tesseract, the service's error)."""
+    scans = index.scans.values()
+    status: dict[str, object] = {
+        "engine": index.ocr_engine,
+        "pages_read": sum(int(s.get("read", 0)) for s in scans),
+        "pages_skipped": sum(int(s.get("scanned", 0)) - int(s.get("read", 0)) for s in scans),
+    }
+    reasons = [str(s.get("reason")) for s in scans if s.get("reason") and s.get("read") != s.get("scanned")]
+    if reasons:
+        status["notice"] = reasons[0]
+    return status
 
 
 def _changes(before: dict[str, str], after: dict[str, str]) -> tuple[list[str], list[str], list[str]]:

@@ -16,6 +16,7 @@ from pydantic import BaseModel, Field, PrivateAttr, SecretStr, field_validator, 
 from crag import search, web
 from crag.access_file import ACCESS_FILE_NAME
 from crag.env import EnvSettings
+from crag.ingest.ocr.settings import OcrSettings
 from crag.llm.settings import LlmSettings
 from crag.search.azure_config import AzureSearchSettings
 from crag.web.serpapi_settings import SerpApiSettings
@@ -26,6 +27,7 @@ SECTIONS: dict[str, type[EnvSettings]] = {
     "llm": LlmSettings,
     "azure_search": AzureSearchSettings,
     "serpapi": SerpApiSettings,
+    "ocr": OcrSettings,
 }
 
 
@@ -119,6 +121,8 @@ class CragSettings(EnvSettings):
     llm: LlmSettings = Field(default_factory=LlmSettings)
     azure_search: AzureSearchSettings = Field(default_factory=AzureSearchSettings)
     serpapi: SerpApiSettings = Field(default_factory=SerpApiSettings)
+    # Which engine reads scanned PDF pages and images while indexing (crag/ingest/ocr).
+    ocr: OcrSettings = Field(default_factory=OcrSettings)
 
     @model_validator(mode="before")
     @classmethod

@@ -224,8 +224,8 @@ def test_a_folder_without_an_access_file_keeps_its_fingerprint(tmp_path: Path) -
     index version, the answer cache keys and the stored index) is what it was before trimming."""
     docs = make_docs(tmp_path, None)
     source = local_target.AccessSource(docs / ".access.toml")
-    with_source = local_target._fingerprint(docs, 1200, "", 1000, source)
+    with_source = local_target._fingerprint(docs, 1200, "", 1000, access=source)
     assert with_source == local_target._fingerprint(docs, 1200, "", 1000)
     assert "access" not in with_source
     (docs / ".access.toml").write_text(access("group-b"), "utf-8")
-    assert "access" in local_target._fingerprint(docs, 1200, "", 1000, source)
+    assert "access" in local_target._fingerprint(docs, 1200, "", 1000, access=source)

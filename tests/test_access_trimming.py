@@ -213,10 +213,10 @@ def leaks(result: CragResult, secrets: Sequence[str] = SECRETS, ids: set[str] | 
 async def test_group_a_never_gets_the_group_b_document(backend: Backend) -> None:
     reader_a, reader_b = await backend.reader(USER_A), await backend.reader(USER_B)
     assert reader_a == reader_of(USER_A, ["group-a"])  # the access file's [groups], through the source
-    # B may read it: answered from it, correct branch (the control: the document is findable).
+    # B may read it: answered from it (the control: the document is there to be found; the branch
+    # is the grader's business, tested per branch below).
     as_b = await backend.engine.run(SALARY_Q, reader=reader_b)
-    assert as_b.branch is Branch.CORRECT and "9,400,000" in as_b.answer, as_b.answer
-    assert as_b.cited_files == ["hr/salary_bands.md"]
+    assert "9,400,000" in as_b.answer and "hr/salary_bands.md" in as_b.cited_files, as_b.answer
     # A may not: nothing of it anywhere; the question goes to the web, which answers it.
     as_a = await backend.engine.run(SALARY_Q, reader=reader_a)
     assert leaks(as_a, ids=backend.secret_ids()) == [], as_a.model_dump_json()

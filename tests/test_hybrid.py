@@ -95,6 +95,12 @@ async def test_japanese_question_finds_the_english_allowance_through_the_dense_p
     best = texts[int(np.argmax(matrix @ question))]
     assert "allowance" in best.lower()
     assert abs(float(np.linalg.norm(chunk_vector)) - 1.0) < 1e-3
+    # Across languages the raw cosine is low for every passage, the answering one included; among
+    # the index's English chunks the answering one stands out (what the grader's standing reads).
+    standing = index.standing(question, allowance.id)
+    assert standing is not None and standing[0] > 1.5 and standing[1] > 1.5
+    others = [c for c in index.chunks if c.file == ALLOWANCE[0] and c.id != allowance.id]
+    assert all((index.standing(question, c.id) or (9.0, 0.0))[0] < standing[0] for c in others)
 
 
 async def test_reindex_of_one_changed_file_embeds_only_its_texts(tmp_path: Path) -> None:

@@ -74,7 +74,7 @@ def test_discover_skips_hidden_and_unsupported(tmp_path: Path) -> None:
     (tmp_path / "sub").mkdir()
     (tmp_path / "sub" / "b.txt").write_text("B\n\ntext", "utf-8")
     (tmp_path / ".hidden.md").write_text("# H", "utf-8")
-    (tmp_path / "image.png").write_bytes(b"\x89PNG")
+    (tmp_path / "archive.zip").write_bytes(b"PK\x03\x04")
     assert [p.relative_to(tmp_path).as_posix() for p in discover(tmp_path)] == ["a.md", "sub/b.txt"]
 
 

@@ -365,7 +365,7 @@ def test_pdf_with_only_an_owner_password_opens_and_a_user_password_is_refused(tm
 
 
 # -- broken files ------------------------------------------------------------------------------------------
-@pytest.mark.parametrize("suffix", [".pdf", ".docx", ".pptx", ".xlsx"])
+@pytest.mark.parametrize("suffix", [".pdf", ".docx", ".pptx", ".xlsx", ".png", ".jpg", ".tif"])
 def test_random_bytes_raise_a_one_line_document_error_naming_the_file(tmp_path: Path, suffix: str) -> None:
     path = tmp_path / f"broken{suffix}"
     path.write_bytes(random.Random(suffix).randbytes(4096))
@@ -415,10 +415,10 @@ def test_text_only_blank_documents_are_reported_not_indexed(tmp_path: Path) -> N
     with pytest.raises(DocumentError, match=r"^blank\.docx: no text found"):
         _load(tmp_path / "blank.docx")
     pdf = FPDF()
-    pdf.add_page()  # a page with no text: what a scan looks like to a text extractor
-    pdf.output(str(tmp_path / "scan.pdf"))
-    with pytest.raises(DocumentError, match=r"^scan\.pdf: no extractable text"):
-        _load(tmp_path / "scan.pdf")
+    pdf.add_page()  # a page with no text and nothing drawn: not a scan either (tests/test_ocr.py)
+    pdf.output(str(tmp_path / "blank.pdf"))
+    with pytest.raises(DocumentError, match=r"^blank\.pdf: no text found \(its pages are blank\)$"):
+        _load(tmp_path / "blank.pdf")
 
 
 # -- discovery and the index ----------------------------------------------------------------------------

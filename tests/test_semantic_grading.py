@@ -63,6 +63,9 @@ class Vectors:
     def sentence_vectors(self, chunk_id: str) -> tuple[list[str], np.ndarray] | None:
         return self._sentences.get(chunk_id)
 
+    def standing(self, vector: np.ndarray, chunk_id: str) -> tuple[float, float] | None:
+        return None  # no index-wide statistics here: the grader reads 0 (does not stand out)
+
     async def query_vector(self, text: str) -> np.ndarray:
         return await self.embedder.query_array(text)
 
@@ -93,7 +96,7 @@ async def test_grader_adds_semantic_evidence_when_vectors_are_ready(embedder: Lo
     assert grader.name == "local-semantic"
     assert LocalGrader(stats, Vectors(embedder, [ALLOWANCE], ready=False)).name == "local-lexical"
     rows, used = await grader.feature_rows(question, [ALLOWANCE, PARKING])
-    assert used and len(rows[0]) == len(LEXICAL.weights) + 5  # + semantic evidence, answer kind
+    assert used and len(rows[0]) == len(LEXICAL.weights) + 7  # + semantic evidence, answer kind
     # Best-sentence closeness: the allowance sentence is nearer the question than anything about parking.
     sentence = len(LEXICAL.weights) + 1
     assert rows[0][sentence] > rows[1][sentence]
@@ -102,7 +105,10 @@ async def test_grader_adds_semantic_evidence_when_vectors_are_ready(embedder: Lo
     assert (rows[0][-1], rows[1][-1]) == (1.0, -1.0)
     # A model that reads the semantic part ranks the allowance first; the lexical one cannot tell.
     model = Model(
-        weights=(0.0,) * len(LEXICAL.weights) + (0.0, 2.0, 0.0, 0.0, 0.0), bias=0.0, upper=0.1, lower=-0.1
+        weights=(0.0,) * len(LEXICAL.weights) + (0.0, 2.0, 0.0, 0.0, 0.0, 0.0, 0.0),
+        bias=0.0,
+        upper=0.1,
+        lower=-0.1,
     )
     grades = await LocalGrader(stats, vectors, semantic_model=model).grade(question, [ALLOWANCE, PARKING])
     assert grades[0] > grades[1]

@@ -66,7 +66,7 @@ def test_is_indexable_is_the_filter_the_docs_route_can_reuse(tmp_path: Path) -> 
     (docs / ".hidden" / "h.md").write_text("# H\n", "utf-8")
     (docs / ".dot.md").write_text("# D\n", "utf-8")
     (docs / "~$lock.docx").write_bytes(b"lock")
-    (docs / "image.png").write_bytes(b"\x89PNG")
+    (docs / "image.gif").write_bytes(b"GIF89a")
     assert is_indexable(docs / "leave.md", docs)
     for bad in (
         docs / "passwd.txt",  # link to a file outside
@@ -76,7 +76,7 @@ def test_is_indexable_is_the_filter_the_docs_route_can_reuse(tmp_path: Path) -> 
         docs / ".hidden" / "h.md",
         docs / ".dot.md",
         docs / "~$lock.docx",
-        docs / "image.png",
+        docs / "image.gif",  # not a supported format
         docs / "sub",  # a directory
         docs / "missing.md",
         docs / ".." / "outside" / "passwd.txt",  # lexical escape

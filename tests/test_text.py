@@ -38,6 +38,22 @@ def test_sentences_japanese_english_lists_and_tables() -> None:
     ]
 
 
+def test_abbreviation_before_a_number_ends_no_sentence() -> None:
+    # "ext. 4100" cut after "ext." once quoted "4199, available 24 hours a day." without its subject.
+    text = (
+        "- Phone: ext. 4100 from any site.\n"
+        "- Emergencies: Ext. 4199, 24 hours. Approx. 5 days. Next, No. 3 applies."
+    )
+    assert split_sentences(text) == [
+        "- Phone: ext. 4100 from any site.",
+        "- Emergencies: Ext. 4199, 24 hours.",
+        "Approx. 5 days.",
+        "Next, No. 3 applies.",
+    ]
+    # Without a number after it, the period still ends the sentence.
+    assert split_sentences("Call the ext. Then wait.") == ["Call the ext.", "Then wait."]
+
+
 def test_language_detection() -> None:
     assert detect_language("VPNの設定は？") == "ja"
     assert detect_language("How do I reset my password?") == "en"

@@ -54,6 +54,7 @@ class IndexVectors:
         self._sentences32: np.ndarray | None = None  # the same in float32, for search
         self.languages: np.ndarray | None = None  # per chunk: True where its text is mainly Japanese
         self._last_scores: tuple[np.ndarray, str, np.ndarray] | None = None
+        self._last_standing: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
         self.done = 0
         self.total = 0
         self.embedded = 0  # texts embedded by this build (not found in the index folder or cache)
@@ -125,6 +126,24 @@ class IndexVectors:
             best[nonempty] = np.maximum.reduceat(per_sentence, offsets[:-1][nonempty])
         out: np.ndarray = best if signal == "sentence" else scores + best
         return out
+
+    def standing(self, vector: np.ndarray, chunk_id: str) -> tuple[float, float] | None:
+        """How far the chunk stands out for this question among the index's chunks in its own
+        language: the z-scores of its cosine and of its best sentence's cosine against those of every
+        chunk mainly in the same language. A multilingual model scores a question lower against every
+        passage in the other language, the answering one included; against its own language's
+        passages, the answering one still stands out. None before vectors are ready."""
+        row = self._row_of.get(chunk_id)
+        if row is None or self.chunk_matrix is None or self.languages is None:
+            return None
+        last = self._last_standing
+        if last is None or last[0] is not vector:
+            chunk = self._dense_scores(vector, "chunk")
+            sentence = self._dense_scores(vector, "sentence")
+            chunk_z, sentence_z = _z_by_group(self.languages, chunk, sentence)
+            last = (vector, chunk_z, sentence_z)
+            self._last_standing = last
+        return float(last[1][row]), float(last[2][row])
 
     async def query_vector(self, text: str) -> np.ndarray:
         return await self.embedder.query_array(text)
@@ -237,3 +256,25 @@ class IndexVectors:
         dim = self.chunk_matrix.shape[1] if self.chunk_matrix is not None and len(self.chunk_matrix) else 0
         matrix = np.stack(flat).astype(np.float16) if flat else np.zeros((0, dim), np.float16)
         return matrix, offsets
+
+
+# A language with fewer chunks than this is measured against the whole index instead: a handful of
+# cosines gives no stable spread.
+_MIN_GROUP = 8
+# Cosine spreads below this are treated as this: near-identical chunks would otherwise give huge z.
+_MIN_SPREAD = 0.01
+
+
+def _z_by_group(groups: np.ndarray, *scores: np.ndarray) -> list[np.ndarray]:
+    """Each score array as z-scores within the rows of its group (the pooled rows for a small group)."""
+    out = []
+    for values in scores:
+        z = np.empty_like(values)
+        for key in (True, False):
+            rows = groups == key
+            pool = values[rows] if rows.sum() >= _MIN_GROUP else values
+            if not rows.any() or not len(pool):
+                continue
+            z[rows] = (values[rows] - pool.mean()) / max(float(pool.std()), _MIN_SPREAD)
+        out.append(z)
+    return out

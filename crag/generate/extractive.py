@@ -49,6 +49,7 @@ WHOLE_SNIPPET_MAX = 320
 # (+1 / -1 / 0, crag/text/fact_kind.py). Fitted by bench/fit_composer.py.
 SENTENCE_WEIGHTS = (0.919, 1.880, 1.292, -0.000, 1.155, 0.759, 1.181)
 SEMANTIC = 4  # index of the cosine among the features
+NUMBER = 5  # index of "holds a number the question asks for"
 
 
 @dataclass
@@ -107,11 +108,15 @@ class ExtractiveComposer:
         # A question asking for several things gets each part's best sentences, within an equal
         # share of the budget: the best sentence for the whole question answers one part at most.
         share = self._max_chars // len(parts)
+        per_part = []
         for part in parts:
             query = weighted_query(self._index.words(part), self._index.idf)
             meaning = await self._meaning(part, chunks)
             sources, candidates = self._candidates(query, part, chunks, web, meaning)
-            for cand in self._choose(query, candidates, sources, lead_in, share):
+            per_part.append((query, candidates))
+        leads = _assign_leads([candidates for _, candidates in per_part])
+        for (query, candidates), lead in zip(per_part, leads, strict=True):
+            for cand in self._choose(query, candidates, sources, lead_in, share, lead):
                 if not any(c.source == cand.source and c.order == cand.order for c in chosen):
                     chosen.append(cand)
         if not chosen:
@@ -280,6 +285,7 @@ class ExtractiveComposer:
         sources: list[_Source],
         lead_in: bool,
         max_chars: int,
+        lead: _Candidate | None = None,
     ) -> list[_Candidate]:
         """The best sentence, the one after it (answers often follow the sentence that matches the
         question), then the next best sentence, as long as the answer, citation markers and source
@@ -288,7 +294,7 @@ class ExtractiveComposer:
         if not candidates:
             return []
         ranked = sorted(candidates, key=lambda c: -c.score)
-        best = ranked[0]
+        best = lead if lead is not None else ranked[0]
         if best.score <= 0:
             return []
         titled: set[int] = set()
@@ -300,7 +306,7 @@ class ExtractiveComposer:
 
         budget = max_chars - overhead(best)
         if not best.whole:  # a snippet (at most WHOLE_SNIPPET_MAX) is quoted whole or not at all
-            best.text = self._compress(query, best.text, max(budget, MIN_EXCERPT))
+            best.text = self._compress(query, best.text, max(budget, MIN_EXCERPT), _holds_asked_number(best))
         chosen = [best]
         budget -= len(best.text)
         titled.add(best.source)
@@ -320,7 +326,7 @@ class ExtractiveComposer:
                 budget -= len(cand.text) + 3  # "\n- "
             if len(chosen) > 1:
                 return chosen
-        runner_up = [c for c in ranked[1:] if c.score > 0 and c.score >= 0.5 * best.score]
+        runner_up = [c for c in ranked if c is not best and c.score > 0 and c.score >= 0.5 * best.score]
         # A sentence holding question words the best one lacks comes first: 「内線と受付時間は？」
         # is answered by 「内線2100」 and 「受付時間：平日9:00〜18:30」, not by two about the extension.
         complement = self._complement(query, best, candidates)
@@ -332,7 +338,7 @@ class ExtractiveComposer:
             if len(cand.text) > room:
                 if room < MIN_EXCERPT or cand.whole:
                     continue
-                cand.text = self._compress(query, cand.text, room)
+                cand.text = self._compress(query, cand.text, room, _holds_asked_number(cand))
                 if len(cand.text) > room:
                     continue
             chosen.append(cand)
@@ -356,30 +362,91 @@ class ExtractiveComposer:
         gain, _, cand = max(gains, key=lambda g: (g[0], g[1]), default=(0.0, 0.0, best))
         return [cand] if gain >= MIN_GAIN else []
 
-    def _compress(self, query: WeightedQuery, text: str, limit: int) -> str:
+    def _compress(self, query: WeightedQuery, text: str, limit: int, keep_number: bool = False) -> str:
         """A long sentence cut down to the run of clauses around the one holding most question
-        terms (answers sit next to the words the question repeats), with … marking the cuts."""
+        terms (answers sit next to the words the question repeats), with … marking the cuts. With
+        keep_number (the question asks for a number and the sentence holds one), the run is
+        anchored on the number nearest those words when they and it do not fit together: the cut
+        must not keep 「審査期間が」 and drop 「さらに3営業日延びます」."""
         if len(text) <= limit:
             return text
         clauses = [c for c in _CLAUSE.split(text) if c.strip()]
         if len(clauses) < 2:
             return _trim(text, limit)
         cover = [query.coverage(frozenset(self._index.terms(c))) for c in clauses]
-        start = end = max(range(len(clauses)), key=lambda i: (cover[i], -i))
-        if cover[start] <= 0 or len(clauses[start]) + 2 > limit:
+        anchor = max(range(len(clauses)), key=lambda i: (cover[i], -i))
+        if cover[anchor] <= 0:
             return _trim(text, limit)
-        size = len(clauses[start]) + 2  # room for an ellipsis at each end
-        while True:  # grow to the right first: the answer more often follows the question's words
-            if end + 1 < len(clauses) and size + len(clauses[end + 1]) <= limit:
-                end += 1
-                size += len(clauses[end])
-            elif start > 0 and size + len(clauses[start - 1]) <= limit:
-                start -= 1
-                size += len(clauses[start])
-            else:
-                break
-        excerpt = "".join(clauses[start : end + 1]).strip()
-        return ("…" if start > 0 else "") + excerpt + ("…" if end + 1 < len(clauses) else "")
+        excerpt = _grow(clauses, anchor, limit, right_first=True)
+        numbered = [i for i, c in enumerate(clauses) if has_number(c)]
+        if keep_number and numbered and (excerpt is None or not has_number(excerpt)):
+            # From the number, grow towards the question's words first: they say what it is.
+            nearest = min(numbered, key=lambda i: (abs(i - anchor), i))
+            excerpt = _grow(clauses, nearest, limit, right_first=nearest < anchor)
+        return excerpt if excerpt is not None else _trim(text, limit)
+
+
+def _grow(clauses: list[str], anchor: int, limit: int, right_first: bool) -> str | None:
+    """The run of clauses around `anchor` that fits in `limit` with an ellipsis at each cut (None
+    when the anchor alone does not fit), grown clause by clause, to the right first or to the left."""
+    if len(clauses[anchor]) + 2 > limit:
+        return None
+    start = end = anchor
+    size = len(clauses[anchor]) + 2  # room for an ellipsis at each end
+    while True:
+        right = end + 1 < len(clauses) and size + len(clauses[end + 1]) <= limit
+        left = start > 0 and size + len(clauses[start - 1]) <= limit
+        if right and (right_first or not left):
+            end += 1
+            size += len(clauses[end])
+        elif left:
+            start -= 1
+            size += len(clauses[start])
+        else:
+            break
+    excerpt = "".join(clauses[start : end + 1]).strip()
+    return ("…" if start > 0 else "") + excerpt + ("…" if end + 1 < len(clauses) else "")
+
+
+def _holds_asked_number(cand: _Candidate) -> bool:
+    """The question asks for a number and this sentence holds one (its `number` feature)."""
+    return bool(cand.features) and cand.features is not None and cand.features[NUMBER] > 0
+
+
+# Sentences per part considered for its lead when parts compete for one sentence.
+_LEAD_CHOICES = 5
+
+
+def _assign_leads(per_part: list[list[_Candidate]]) -> list[_Candidate | None]:
+    """The sentence each part of a question leads with: the distinct sentences that together score
+    best. Each part's own best alone often lands on one sentence for two parts ("the service desk
+    extension, and the out-of-hours number?" -> the out-of-hours line twice), and the first part's
+    fact then goes missing. None for a part with nothing to say, and for a one-part question (its
+    best sentence, as _choose picks it)."""
+    if len(per_part) < 2:
+        return [None] * len(per_part)
+    options = [
+        sorted((c for c in candidates if c.score > 0), key=lambda c: -c.score)[:_LEAD_CHOICES]
+        for candidates in per_part
+    ]
+    best: tuple[float, list[_Candidate | None]] = (-1.0, [None] * len(per_part))
+
+    def walk(
+        i: int, taken: frozenset[tuple[int, int]], total: float, picked: list[_Candidate | None]
+    ) -> None:
+        nonlocal best
+        if i == len(options):
+            if total > best[0]:
+                best = (total, list(picked))
+            return
+        walk(i + 1, taken, total, [*picked, None])  # only wins when every option is taken
+        for cand in options[i]:
+            key = (cand.source, cand.order)
+            if key not in taken:
+                walk(i + 1, taken | {key}, total + cand.score, [*picked, cand])
+
+    walk(0, frozenset(), 0.0, [])
+    return best[1]
 
 
 # A page title's trailing site name: "RKBラジオ - Wikipedia", "Pricing | Contoso".

@@ -60,7 +60,8 @@ LEXICAL = Model(
     weights=(1.683, 1.171, 2.683, -2.376, -0.320, 1.709, 1.813), bias=-1.343, upper=0.10, lower=-0.10
 )
 # Lexical and semantic evidence: the lexical vector, then SemanticEvidence.vector() = [chunk cosine,
-# best-sentence cosine, cross-language, cross-language x best-sentence cosine], then the answer-kind
+# best-sentence cosine, cross-language, cross-language x best-sentence cosine, the chunk's standing and
+# its best sentence's standing among the index's chunks in its language], then the answer-kind
 # signal (crag/text/fact_kind.py: +1 an asked kind of fact is there, -1 it is not, 0 unknown).
 # Fitted per chunk (bench/fit_grader.py --semantic --per-chunk --max-wrong 0.025 --floor-on
 # sample-docs) on eval/sample-docs, jsquad-dev and squad-dev; business-dev held out. upper: the best
@@ -70,10 +71,27 @@ LEXICAL = Model(
 # answers that can quote the gold, minus unanswerable questions shown a passage, peak on sample-docs
 # (fit_grader.floor()). Employees ask in their own words, so the passage that answers them often grades
 # well below one that repeats their words; a lower floor shows it, marked as not from the documents
-# alone, beside the web results instead of answering from the web alone.
+# alone, beside the web results instead of answering from the web alone. The standing features carry
+# most of the meaning-level weight: how far a chunk stands out among its language's chunks does not
+# depend on the question's language, where the raw cosine does.
 SEMANTIC: Model | None = Model(
-    weights=(1.953, 1.710, 0.766, 0.108, -0.349, 0.560, -2.623, 1.453, 1.405, 0.786, 1.133, 0.355),
-    bias=-4.973,
+    weights=(
+        1.971,
+        1.522,
+        0.581,
+        0.006,
+        -0.211,
+        0.484,
+        -2.854,
+        0.055,
+        2.039,
+        0.684,
+        1.222,
+        1.191,
+        -0.476,
+        0.428,
+    ),
+    bias=-5.479,
     upper=1.00,
     lower=-2.20,
 )

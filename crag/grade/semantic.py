@@ -33,6 +33,8 @@ class VectorSource(Protocol):
 
     def sentence_vectors(self, chunk_id: str) -> tuple[list[str], np.ndarray] | None: ...
 
+    def standing(self, vector: np.ndarray, chunk_id: str) -> tuple[float, float] | None: ...
+
     async def query_vector(self, text: str) -> np.ndarray | None: ...
 
 
@@ -42,10 +44,22 @@ class SemanticEvidence:
     sentence: float  # centred cosine of question and the chunk's closest sentence
     cross_language: bool  # question and chunk in different languages
     best_sentence: str = ""
+    # The same two cosines as z-scores among the index's chunks in the chunk's language, scaled down
+    # to the other features' range: how much this chunk stands out, which does not depend on
+    # whether the question is in the chunk's language.
+    chunk_standing: float = 0.0
+    sentence_standing: float = 0.0
 
     def vector(self) -> list[float]:
         cross = 1.0 if self.cross_language else 0.0
-        return [self.chunk, self.sentence, cross, cross * self.sentence]
+        return [
+            self.chunk,
+            self.sentence,
+            cross,
+            cross * self.sentence,
+            self.chunk_standing,
+            self.sentence_standing,
+        ]
 
 
 def centred(cos: float) -> float:
@@ -71,9 +85,17 @@ def evidence(
         cosines = matrix.astype(np.float32) @ question_vector
         i = int(np.argmax(cosines))
         best_cos, best_text = float(cosines[i]), texts[i]
+    standing = source.standing(question_vector, chunk_id) or (0.0, 0.0)
     return SemanticEvidence(
         chunk=centred(chunk_cos),
         sentence=centred(best_cos),
         cross_language=chunk_language != question_language,
         best_sentence=best_text,
+        chunk_standing=standing_scaled(standing[0]),
+        sentence_standing=standing_scaled(standing[1]),
     )
+
+
+def standing_scaled(z: float) -> float:
+    """A z-score brought to about -1..2 (the best passages of a question stand 3-5 deviations out)."""
+    return max(-1.5, min(2.5, z / 2.0))

@@ -1,9 +1,10 @@
 """python -m crag.ingest DIR [--target local|azure] [--index-dir PATH]
 
-Reads every supported file under DIR (Markdown, text, HTML, PDF, Word, PowerPoint, Excel, CSV),
-splits it into chunks and fills the local index (default) or the Azure AI Search index of the
-settings. Unchanged files (same content hash) are not read again; files that disappeared are
-removed from the index; unreadable files are skipped, counted and named.
+Reads every supported file under DIR (Markdown, text, HTML, PDF, Word, PowerPoint, Excel, CSV, and
+images of pages: PNG, JPEG, TIFF), splits it into chunks and fills the local index (default) or the
+Azure AI Search index of the settings. Scanned pages are read by OCR (CRAG_OCR). Unchanged files (same
+content hash) are not read again; files that disappeared are removed from the index; unreadable files
+are skipped, counted and named.
 """
 
 from __future__ import annotations
@@ -105,6 +106,14 @@ def print_report(report: BuildReport, where: object) -> None:
         f"indexed {report.documents} documents ({report.reused} unchanged), {report.chunks} chunks "
         f"into {where} in {report.seconds:.1f}s ({rate:.1f} MB/s of new text)"
     )
+    if report.ocr_pages or report.ocr_skipped_pages:
+        per_page = f", {report.ocr_seconds / report.ocr_pages:.1f}s a page" if report.ocr_pages else ""
+        print(
+            f"OCR ({report.ocr_engine}): {report.ocr_pages} scanned page(s) read{per_page}, "
+            f"{report.ocr_skipped_pages} not read"
+        )
+        for note in report.ocr_notes:
+            print(f"  - {note}")
     if report.skipped:
         print(f"skipped {len(report.skipped)} file(s):")
         for reason in report.skipped:

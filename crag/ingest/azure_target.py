@@ -8,6 +8,7 @@ exactly the folder's chunks: unchanged files (same fingerprint) are skipped, cha
 from __future__ import annotations
 
 import hashlib
+import logging
 import sys
 from dataclasses import replace
 from pathlib import Path
@@ -20,10 +21,14 @@ from crag.ingest.azure_index import AzureSearchIndex, ensure_index, file_fingerp
 from crag.ingest.chunker import chunk_document, document_url
 from crag.ingest.loaders import DocumentError, discover, load
 from crag.ingest.local_target import AccessSource, warn_about
+from crag.ingest.ocr.engine import OcrEngine
+from crag.ingest.ocr.scans import OcrContext
 from crag.llm.client import LlmClient
 from crag.models import Chunk
 from crag.search.azure import SearchUnavailable
 from crag.settings import CragSettings
+
+log = logging.getLogger(__name__)
 
 
 async def ingest_azure(docs_dir: Path, settings: CragSettings) -> int:
@@ -37,8 +42,12 @@ async def ingest_azure(docs_dir: Path, settings: CragSettings) -> int:
     if config.mode != "keyword" and embedder is None:
         print(f"error: AZURE_SEARCH_MODE={config.mode} needs an embedding model", file=sys.stderr)
         return 2
+    from crag.factory import ocr_engine  # the wiring point; imported here, as this module is part of it
+
     try:
-        chunks, hashes, skipped = read_folder(docs_dir, settings, embedder.name if embedder else "")
+        chunks, hashes, skipped = read_folder(
+            docs_dir, settings, embedder.name if embedder else "", ocr_engine(settings)
+        )
     except AccessFileError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
@@ -72,24 +81,40 @@ async def ingest_azure(docs_dir: Path, settings: CragSettings) -> int:
 
 
 def read_folder(
-    docs_dir: Path, settings: CragSettings, embedding_model: str
+    docs_dir: Path, settings: CragSettings, embedding_model: str, ocr: OcrEngine | None = None
 ) -> tuple[list[Chunk], dict[str, str], list[str]]:
     """Chunks of every readable file, with its readers from the folder's access file (or
-    CRAG_ACCESS_FILE), their fingerprints, and why the others were skipped. Raises AccessFileError
-    when the access file cannot be used: nothing is uploaded without the rules."""
+    CRAG_ACCESS_FILE), their fingerprints, and why the others were skipped (scanned pages read with
+    `ocr`; None: skipped). Raises AccessFileError when the access file cannot be used: nothing is
+    uploaded without the rules."""
     local = settings.for_docs(docs_dir)
     rules = AccessSource(local.access_path, bool(local.access_file)).read()
     chunks: list[Chunk] = []
     hashes: dict[str, str] = {}
     skipped: list[str] = []  # symbolic links (never followed) first, then unreadable files
     files = discover(docs_dir, skipped)
-    for path in tqdm(files, unit="file", file=sys.stderr, desc="reading"):
+    bar = tqdm(files, unit="file", file=sys.stderr, desc="reading")
+    for path in bar:
         rel = path.relative_to(docs_dir).as_posix()
+
+        def page_progress(page: int, pages: int, name: str = path.name) -> None:
+            bar.set_postfix_str(f"OCR {page}/{pages} {name}"[:40])
+
         try:
-            doc = replace(load(path, docs_dir), allowed=rules.allowed_for(rel))
+            doc = replace(
+                load(path, docs_dir, OcrContext(ocr, page_progress)), allowed=rules.allowed_for(rel)
+            )
         except DocumentError as exc:
             skipped.append(str(exc))
             continue
+        if doc.scan is not None and doc.scan.skipped:
+            log.warning(
+                "indexed without some pages: %s: %d of %d scanned page(s) not read (%s)",
+                rel,
+                doc.scan.skipped,
+                doc.scan.scanned,
+                doc.scan.reason,
+            )
         url = document_url(settings.docs_base_url, rel)
         file_chunks = chunk_document(doc, settings.chunk_max_chars, url, settings.chunk_max_tokens)
         if not file_chunks:
@@ -104,6 +129,8 @@ def read_folder(
             max_tokens=settings.chunk_max_tokens,
             base_url=settings.docs_base_url,
             embedder=embedding_model,
+            # Only files with scanned pages depend on the OCR engine: a new one re-uploads just those.
+            **({"ocr": doc.scan.engine} if doc.scan is not None else {}),
             **readers,
         )
     warn_about(rules, [f.relative_to(docs_dir).as_posix() for f in files])

@@ -1,7 +1,8 @@
 """Read supported files into plain documents. One function per format; unknown formats are skipped.
 
-Markdown and plain text are read as they are; HTML, PDF and Office files are converted to Markdown by
-crag.ingest.formats, so that every document reaches the chunker with the same kind of headers.
+Markdown and plain text are read as they are; HTML, PDF, Office files and images of pages are converted
+to Markdown by crag.ingest.formats, so that every document reaches the chunker with the same kind of
+headers. Scanned PDF pages and images are read by the OCR engine the caller passes (crag/ingest/ocr).
 """
 
 from __future__ import annotations
@@ -13,25 +14,35 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from crag.ingest.formats import csv_file, excel, html_file, pdf_file, powerpoint, word
+from crag.ingest.formats import csv_file, excel, html_file, image_file, pdf_file, plain_text, powerpoint, word
 from crag.ingest.formats.common import Converted, FormatError
+from crag.ingest.ocr.scans import OcrContext, ScanReport
 
 _TEXT_SUFFIXES = {".md", ".markdown", ".txt"}
-# suffix → (name used in messages, converter from the file's bytes and name to Markdown)
-_CONVERTERS: dict[str, tuple[str, Callable[[bytes, str], Converted]]] = {
-    ".html": ("HTML", lambda data, _name: html_file.convert(data)),
-    ".htm": ("HTML", lambda data, _name: html_file.convert(data)),
-    ".pdf": ("PDF", lambda data, _name: pdf_file.convert(data)),
-    ".docx": ("Word", lambda data, _name: word.convert(data)),
-    ".pptx": ("PowerPoint", lambda data, _name: powerpoint.convert(data)),
-    ".xlsx": ("Excel", lambda data, _name: excel.convert(data)),
-    ".csv": ("CSV", csv_file.convert),
+Converter = Callable[[bytes, str, OcrContext], Converted]  # (bytes, file name stem, OCR) → Markdown
+# suffix → (name used in messages, converter)
+_CONVERTERS: dict[str, tuple[str, Converter]] = {
+    ".html": ("HTML", lambda data, _name, _ocr: html_file.convert(data)),
+    ".htm": ("HTML", lambda data, _name, _ocr: html_file.convert(data)),
+    ".pdf": ("PDF", lambda data, _name, ocr: pdf_file.convert(data, ocr)),
+    ".docx": ("Word", lambda data, _name, _ocr: word.convert(data)),
+    ".pptx": ("PowerPoint", lambda data, _name, _ocr: powerpoint.convert(data)),
+    ".xlsx": ("Excel", lambda data, _name, _ocr: excel.convert(data)),
+    ".csv": ("CSV", lambda data, name, _ocr: csv_file.convert(data, name)),
+    **{
+        suffix: ("image", lambda data, _name, ocr: image_file.convert(data, ocr))
+        for suffix in image_file.SUFFIXES
+    },
 }
 SUPPORTED_SUFFIXES = _TEXT_SUFFIXES | set(_CONVERTERS)
 
 
 class DocumentError(Exception):
     """A file that cannot be read as a document; the message is safe to show."""
+
+    def __init__(self, message: str, scan: ScanReport | None = None) -> None:
+        super().__init__(message)
+        self.scan = scan  # a scanned file left unread: what OCR did (its pages count as skipped)
 
 
 @dataclass(frozen=True)
@@ -42,6 +53,7 @@ class Document:
     markdown: bool
     # Principals that may read it (crag/access.py); None: unknown (a folder without access rules).
     allowed: tuple[str, ...] | None = None
+    scan: ScanReport | None = None  # it had scanned pages: what OCR did with them
 
 
 def discover(docs_dir: Path, skipped: list[str] | None = None) -> list[Path]:
@@ -111,7 +123,8 @@ def _rel(path: Path, docs_dir: Path) -> str:
     return path.relative_to(docs_dir).as_posix()
 
 
-def load(path: Path, docs_dir: Path) -> Document:
+def load(path: Path, docs_dir: Path, ocr: OcrContext | None = None) -> Document:
+    """The document at path; scanned pages are read with ocr's engine (none: they are skipped)."""
     rel = path.relative_to(docs_dir).as_posix()
     if _through_link(path, docs_dir):
         raise DocumentError(f"{rel}: {SYMLINK_REASON}")
@@ -121,13 +134,16 @@ def load(path: Path, docs_dir: Path) -> Document:
         raise DocumentError(f"{rel}: cannot be read ({exc.strerror or exc.__class__.__name__})") from exc
     suffix = path.suffix.lower()
     if suffix in _CONVERTERS:
-        return _convert(raw, rel, path.stem, *_CONVERTERS[suffix])
+        return _convert(raw, rel, path.stem, *_CONVERTERS[suffix], ocr or OcrContext())
     text = _decode(raw, rel)
     if not text.strip():
         raise DocumentError(f"{rel}: the file is empty")
     if path.suffix.lower() in {".md", ".markdown"}:
         return Document(file=rel, title=_markdown_title(text) or path.stem, text=text, markdown=True)
-    return Document(file=rel, title=_first_line(text) or path.stem, text=text, markdown=False)
+    # Plain text whose layout shows headings (underlined) or aligned tables is read as that structure.
+    text, structured = plain_text.structured(text)
+    title = (_markdown_title(text) if structured else "") or _first_line(text) or path.stem
+    return Document(file=rel, title=title, text=text, markdown=structured)
 
 
 def _through_link(path: Path, docs_dir: Path) -> bool:
@@ -146,15 +162,13 @@ def _read_no_follow(path: Path) -> bytes:
         return f.read()
 
 
-def _convert(
-    raw: bytes, rel: str, stem: str, kind: str, converter: Callable[[bytes, str], Converted]
-) -> Document:
+def _convert(raw: bytes, rel: str, stem: str, kind: str, converter: Converter, ocr: OcrContext) -> Document:
     if not raw.strip():
         raise DocumentError(f"{rel}: the file is empty")
     try:
-        converted = converter(raw, stem)
+        converted = converter(raw, stem, ocr)
     except FormatError as exc:
-        raise DocumentError(f"{rel}: {_one_line(str(exc))}") from exc
+        raise DocumentError(f"{rel}: {_one_line(str(exc))}", exc.scan) from exc
     except Exception as exc:
         # Parsers of zip, XML and PDF raise a zoo of exception types on damaged input (BadZipFile,
         # KeyError, XMLSyntaxError, PdfReadError, ValueError, struct.error, ...); none of them may stop
@@ -164,7 +178,9 @@ def _convert(
         raise DocumentError(f"{rel}: not a readable {kind} file ({reason})") from exc
     if not converted.text.strip():
         raise DocumentError(f"{rel}: no text found")
-    return Document(file=rel, title=converted.title or stem, text=converted.text, markdown=True)
+    return Document(
+        file=rel, title=converted.title or stem, text=converted.text, markdown=True, scan=converted.scan
+    )
 
 
 def _one_line(message: str) -> str:

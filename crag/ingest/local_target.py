@@ -3,6 +3,10 @@
 Rebuilt when a file's content hash, the file set or an index-shaping setting changes (only the
 changed files are read again), loaded as it is otherwise. crag.search.local_index reads what this
 writes.
+
+Scanned pages are read by the OCR engine passed in (crag/ingest/ocr): its name is part of the
+fingerprint, and the manifest records what OCR did for each file with scanned pages ("scans"), so that
+a new engine reads those files again, and a file whose OCR failed (a service error) is retried.
 """
 
 from __future__ import annotations
@@ -17,7 +21,7 @@ import time
 from collections import Counter
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, replace
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
 import bm25s
@@ -31,6 +35,8 @@ from crag.access_file import AccessFile, access_file_digest, read_access_file
 from crag.embed.store import KEYS_FILE, VECTORS_FILE
 from crag.ingest.chunker import chunk_document, document_url
 from crag.ingest.loaders import DocumentError, discover, load
+from crag.ingest.ocr.engine import OcrEngine
+from crag.ingest.ocr.scans import OcrContext, ScanReport
 from crag.models import Chunk
 from crag.search.local_index import (
     BM25_DIR,
@@ -61,6 +67,12 @@ class BuildReport:
     seconds: float
     bytes: int  # text read and indexed in this build (reused files excluded)
     reused: int = 0  # files taken unchanged from the previous build
+    ocr_engine: str = "none"  # OcrEngine.name
+    ocr_pages: int = 0  # scanned pages (and images) read by OCR in this build
+    ocr_skipped_pages: int = 0  # scanned pages found in this build and not read
+    ocr_seconds: float = 0.0  # time spent reading files with scanned pages
+    # Files indexed without some of their scanned pages, and why.
+    ocr_notes: list[str] = field(default_factory=list)
 
 
 def load_or_build(
@@ -71,6 +83,7 @@ def load_or_build(
     progress: Progress | None = None,
     max_tokens: int = 0,
     fingerprint: dict[str, object] | None = None,
+    ocr: OcrEngine | None = None,
     access: AccessSource | None = None,
 ) -> tuple[LocalIndex, BuildReport | None]:
     """Load the index if it matches the documents (their fingerprint, when the caller has it),
@@ -79,7 +92,7 @@ def load_or_build(
     fingerprint. Raises AccessFileError when that file cannot be used."""
     # Hashing every file is the costly part of the check: do it once, for the check and the build.
     if fingerprint is None and docs_dir.is_dir():
-        fingerprint = _fingerprint(docs_dir, max_chars, base_url, max_tokens, access)
+        fingerprint = _fingerprint(docs_dir, max_chars, base_url, max_tokens, _ocr_name(ocr), access)
     # Several processes may serve one folder (`app.py --workers N`), and each re-indexes it when a
     # file changes: the first to take the lock builds, the others wait and then load what it wrote.
     with build_lock(index_dir):
@@ -89,7 +102,7 @@ def load_or_build(
             except (OSError, ValueError, KeyError) as exc:
                 log.warning("local index unreadable (%s); rebuilding", exc.__class__.__name__)
         return build_local_index(
-            docs_dir, index_dir, max_chars, base_url, progress, max_tokens, fingerprint, access
+            docs_dir, index_dir, max_chars, base_url, progress, max_tokens, fingerprint, ocr, access
         )
 
 
@@ -115,6 +128,7 @@ def stale_fingerprint(
     max_chars: int = 1200,
     base_url: str = "",
     max_tokens: int = 0,
+    ocr_name: str = "none",
     access: AccessSource | None = None,
 ) -> dict[str, object] | None:
     """The folder's fingerprint when it no longer matches the index of `current_version` (the one
@@ -123,7 +137,7 @@ def stale_fingerprint(
     folder may have stored the new index already."""
     if not docs_dir.is_dir():
         raise FileNotFoundError(f"documents folder not found: {docs_dir}")
-    fingerprint = _fingerprint(docs_dir, max_chars, base_url, max_tokens, access)
+    fingerprint = _fingerprint(docs_dir, max_chars, base_url, max_tokens, ocr_name, access)
     return None if index_version(fingerprint) == current_version else fingerprint
 
 
@@ -135,12 +149,14 @@ def build_local_index(
     progress: Progress | None = None,
     max_tokens: int = 0,
     fingerprint: dict[str, object] | None = None,
+    ocr: OcrEngine | None = None,
     access: AccessSource | None = None,
 ) -> tuple[LocalIndex, BuildReport]:
     """Build the index; files whose content hash is unchanged since the last build are reused
-    as they were (chunks and terms), so re-ingesting a large folder only reads what changed. Each
-    chunk gets its file's readers from the access file (reused ones too: a changed access file
-    re-applies to every file without reading any of them again)."""
+    as they were (chunks and terms), so re-ingesting a large folder only reads what changed.
+    Scanned pages are read with `ocr` (None: they are skipped and counted). Each chunk gets its
+    file's readers from the access file (reused ones too: a changed access file re-applies to every
+    file without reading any of them again)."""
     started = time.perf_counter()
     if not docs_dir.is_dir():
         raise FileNotFoundError(f"documents folder not found: {docs_dir}")
@@ -148,13 +164,20 @@ def build_local_index(
     # without the rules.
     rules = access.read() if access is not None else AccessFile()
     extractor = term_extractor()
-    fingerprint = dict(fingerprint or _fingerprint(docs_dir, max_chars, base_url, max_tokens, access))
+    ocr_name = _ocr_name(ocr)
+    fingerprint = dict(
+        fingerprint or _fingerprint(docs_dir, max_chars, base_url, max_tokens, ocr_name, access)
+    )
     if rules.digest:
         # The rules applied, whatever the file held when it was hashed: the next check compares
         # the file with what this index really applied.
         fingerprint["access"] = rules.digest
     hashes: dict[str, str] = fingerprint["files"]  # type: ignore[assignment]
-    previous = _previous_build(index_dir, fingerprint)
+    previous, old_scans = _previous_build(index_dir, fingerprint, ocr_name)
+    scans: dict[str, dict[str, object]] = {}  # file -> what OCR did (its ScanReport), for the manifest
+    ocr_pages = ocr_skipped = 0
+    ocr_seconds = 0.0
+    ocr_notes: list[str] = []
     chunks: list[Chunk] = []
     tokens: list[list[str]] = []
     skipped: list[str] = []
@@ -170,18 +193,36 @@ def build_local_index(
         old = previous.get(rel)
         if old is not None and old[0] == hashes.get(rel):
             reused += 1
+            if rel in old_scans:
+                scans[rel] = old_scans[rel]
             for chunk, terms in old[1]:
                 if chunk.allowed != allowed:
                     chunk = chunk.model_copy(update={"allowed": allowed})
                 chunks.append(chunk)
                 tokens.append(terms)
             continue
+        read_started = time.perf_counter()
+        scan: ScanReport | None
         try:
-            doc = replace(load(path, docs_dir), allowed=allowed)
+            doc = load(path, docs_dir, OcrContext(ocr, _page_progress(progress, path.name, i, len(files))))
+            scan = doc.scan
         except DocumentError as exc:
             log.warning("skipping document: %s", exc)
             skipped.append(str(exc))
+            scan = exc.scan
+            doc = None
+        if scan is not None:
+            scans[rel] = asdict(scan)
+            ocr_pages += scan.read
+            ocr_skipped += scan.skipped
+            ocr_seconds += time.perf_counter() - read_started
+            if doc is not None and scan.skipped:
+                note = f"{rel}: {scan.skipped} of {scan.scanned} scanned page(s) not read ({scan.reason})"
+                log.warning("indexed without some pages: %s", note)
+                ocr_notes.append(note)
+        if doc is None:
             continue
+        doc = replace(doc, allowed=allowed)
         total_bytes += len(doc.text.encode())
         for chunk in chunk_document(doc, max_chars, document_url(base_url, doc.file), max_tokens):
             chunks.append(chunk)
@@ -205,9 +246,11 @@ def build_local_index(
         bm25.index(tokens, show_progress=False)
     documents = len(files) - len(skipped)
     skipped = links + skipped
-    _save(index_dir, fingerprint, chunks, tokens, dict(df), bm25, documents, skipped)
+    _save(index_dir, fingerprint, chunks, tokens, dict(df), bm25, documents, skipped, scans)
     index = LocalIndex(chunks, bm25, dict(df), documents, extractor)
     index.skipped = skipped
+    index.scans = scans
+    index.ocr_engine = ocr_name
     index.version = index_version(fingerprint)
     index.hashes = dict(hashes)
     index.dir = index_dir
@@ -218,8 +261,26 @@ def build_local_index(
         seconds=time.perf_counter() - started,
         bytes=total_bytes,
         reused=reused,
+        ocr_engine=ocr_name,
+        ocr_pages=ocr_pages,
+        ocr_skipped_pages=ocr_skipped,
+        ocr_seconds=ocr_seconds,
+        ocr_notes=ocr_notes,
     )
     return index, report
+
+
+def _ocr_name(ocr: OcrEngine | None) -> str:
+    return ocr.name if ocr is not None else "none"
+
+
+def _page_progress(
+    progress: Progress | None, name: str, done: int, total: int
+) -> Callable[[int, int], None] | None:
+    """Progress within a file being read by OCR (seconds a page): the bar names the page it is on."""
+    if progress is None:
+        return None
+    return lambda page, pages: progress(f"OCR {page}/{pages} {name}", done, total)
 
 
 def _save(
@@ -231,6 +292,7 @@ def _save(
     bm25: bm25s.BM25,
     documents: int,
     skipped: list[str],
+    scans: dict[str, dict[str, object]],
 ) -> None:
     # Write to a sibling folder, then swap: a crash mid-build never leaves a half index behind.
     tmp = index_dir.with_name(index_dir.name + ".building")
@@ -245,7 +307,13 @@ def _save(
     (tmp / DOC_FREQ_FILE).write_text(json.dumps(doc_freq, ensure_ascii=False), "utf-8")
     if chunks:
         bm25.save(str(tmp / BM25_DIR), show_progress=False)
-    meta = {"fingerprint": fingerprint, "documents": documents, "chunks": len(chunks), "skipped": skipped}
+    meta = {
+        "fingerprint": fingerprint,
+        "documents": documents,
+        "chunks": len(chunks),
+        "skipped": skipped,
+        "scans": scans,
+    }
     (tmp / MANIFEST_FILE).write_text(json.dumps(meta, ensure_ascii=False, indent=1), "utf-8")
     # Vectors are keyed by content: the old index's serve the new one for every unchanged chunk.
     for name in (VECTORS_FILE, KEYS_FILE):
@@ -275,7 +343,12 @@ def _file_hash(path: Path) -> str | None:
 
 
 def _fingerprint(
-    docs_dir: Path, max_chars: int, base_url: str, max_tokens: int, access: AccessSource | None = None
+    docs_dir: Path,
+    max_chars: int,
+    base_url: str,
+    max_tokens: int,
+    ocr_name: str = "none",
+    access: AccessSource | None = None,
 ) -> dict[str, object]:
     files = discover(docs_dir) if docs_dir.is_dir() else []
     hashes = {p.relative_to(docs_dir).as_posix(): _file_hash(p) for p in files}
@@ -284,6 +357,7 @@ def _fingerprint(
         "max_chars": max_chars,
         "max_tokens": max_tokens,
         "base_url": base_url,
+        "ocr": ocr_name,
         "files": {rel: digest for rel, digest in hashes.items() if digest is not None},
     }
     # Only with an access file: a folder without one keeps the fingerprint (and index) it had.
@@ -314,32 +388,44 @@ def warn_about(rules: AccessFile, files: list[str]) -> None:
 
 
 def _is_current(index_dir: Path, fingerprint: dict[str, object]) -> bool:
+    """The stored index matches the documents, and no file in it waits for OCR to be tried again."""
     try:
-        return bool(read_manifest(index_dir).get("fingerprint") == fingerprint)
+        meta = read_manifest(index_dir)
     except (OSError, ValueError):
         return False
+    scans = meta.get("scans") or {}
+    retry = any(isinstance(s, dict) and s.get("retry") for s in scans.values())
+    return bool(meta.get("fingerprint") == fingerprint) and not retry
 
 
 def _previous_build(
-    index_dir: Path, fingerprint: dict[str, object]
-) -> dict[str, tuple[str, list[tuple[Chunk, list[str]]]]]:
-    """file -> (content hash, [(chunk, terms)]) of the last build, when its settings match."""
+    index_dir: Path, fingerprint: dict[str, object], ocr_name: str
+) -> tuple[dict[str, tuple[str, list[tuple[Chunk, list[str]]]]], dict[str, dict[str, object]]]:
+    """file -> (content hash, [(chunk, terms)]) of the last build, when its settings match, and its
+    scans. A file with scanned pages is left out (to be read again) when another OCR engine read
+    it, or when its OCR failed in a way that may pass."""
     try:
         meta = read_manifest(index_dir)
         old = meta["fingerprint"]
         if any(old.get(k) != fingerprint[k] for k in ("format", "max_chars", "max_tokens", "base_url")):
-            return {}
+            return {}, {}
         with (index_dir / CHUNKS_FILE).open(encoding="utf-8") as f:
             chunks = [Chunk.model_validate_json(line) for line in f if line.strip()]
         with (index_dir / TOKENS_FILE).open(encoding="utf-8") as f:
             tokens = [json.loads(line) for line in f if line.strip()]
-    except (OSError, ValueError, KeyError, TypeError):
-        return {}
+        scans = {
+            rel: scan
+            for rel, scan in dict(meta.get("scans") or {}).items()
+            if isinstance(scan, dict) and scan.get("engine") == ocr_name and not scan.get("retry")
+        }
+        stale = {rel for rel in dict(meta.get("scans") or {}) if rel not in scans}
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return {}, {}
     if len(chunks) != len(tokens):
-        return {}
+        return {}, {}
     out: dict[str, tuple[str, list[tuple[Chunk, list[str]]]]] = {}
     for chunk, terms in zip(chunks, tokens, strict=True):
         file_hash = old["files"].get(chunk.file)
-        if file_hash is not None:
+        if file_hash is not None and chunk.file not in stale:
             out.setdefault(chunk.file, (file_hash, []))[1].append((chunk, terms))
-    return out
+    return out, scans

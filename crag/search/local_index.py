@@ -55,6 +55,9 @@ class LocalIndex:
         self.chunks = chunks
         self.documents = documents
         self.skipped: list[str] = []  # why files were left out, for health and logs
+        # file -> what OCR did for its scanned pages (engine, scanned, read, reason, retry), for health
+        self.scans: dict[str, dict[str, Any]] = {}
+        self.ocr_engine = "none"  # the OCR engine the index was built with
         self.version = ""  # changes whenever the indexed content does (answer cache keys)
         self.hashes: dict[str, str] = {}  # file -> content hash it was built from (what changed since)
         self._bm25 = bm25
@@ -91,6 +94,11 @@ class LocalIndex:
         """(sentences of the chunk body as split_sentences gives them, (n, dim) float32 vectors),
         or None before vectors are ready."""
         return self.vectors.sentence_vectors(chunk_id) if self.vectors is not None else None
+
+    def standing(self, vector: np.ndarray, chunk_id: str) -> tuple[float, float] | None:
+        """The chunk's cosine and best-sentence cosine as z-scores among the chunks of its language
+        (IndexVectors.standing), or None before vectors are ready."""
+        return self.vectors.standing(vector, chunk_id) if self.vectors is not None else None
 
     async def query_vector(self, text: str) -> np.ndarray | None:
         """The question's vector (embedded once per text while cached: retriever and grader share it),
@@ -209,6 +217,8 @@ class LocalIndex:
         )
         index = cls(chunks, bm25, df, int(meta["documents"]), term_extractor())
         index.skipped = list(meta.get("skipped", []))
+        index.scans = {k: v for k, v in dict(meta.get("scans") or {}).items() if isinstance(v, dict)}
+        index.ocr_engine = str(meta["fingerprint"].get("ocr", "none"))
         index.version = index_version(meta["fingerprint"])
         index.hashes = dict(meta["fingerprint"].get("files", {}))
         index.dir = index_dir

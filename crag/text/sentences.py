@@ -19,8 +19,14 @@ _ABBREVIATIONS = re.compile(
     r"\b(?:e\.g|i\.e|etc|vs|Mr|Mrs|Ms|Dr|Prof|St|No|Inc|Ltd|Co|Corp|U\.S|approx|ca|cf|Jan|Feb|Mar|Apr|"
     r"Jun|Jul|Aug|Sep|Sept|Oct|Nov|Dec)\.$"
 )
+# Abbreviations that stand before a number ("ext. 4100", "No. 3", "Approx. 5 days", "p. 12"): their
+# period ends no sentence when a digit follows, whatever their case.
+_BEFORE_NUMBER = re.compile(
+    r"\b(?:ext|tel|fax|no|nos|approx|p|pp|fig|art|sec|vol|para|ch|ver|rev|rm|bldg)\.$", re.I
+)
 # A list item's marker: "- ", "1. ", "(1)", "・".
-LIST_ITEM = _LIST_ITEM = re.compile(r"^\s*(?:[-*+•・]|\d+[.)]|[（(]?\d+[)）])\s*")
+# Not a section number: "1.2 取得単位は…" keeps its "1.2".
+LIST_ITEM = _LIST_ITEM = re.compile(r"^\s*(?:[-*+•・]|\d+[.)](?!\d)|[（(]?\d+[)）])\s*")
 _TABLE_RULE = re.compile(r"^\s*\|?\s*:?-{2,}:?\s*(\|\s*:?-{2,}:?\s*)*\|?\s*$")
 
 
@@ -85,6 +91,8 @@ def _split_prose(text: str) -> list[str]:
         end = match.start()
         if match.group(0).strip() == "" and _ABBREVIATIONS.search(text[start:end]):
             continue  # "e.g. Foo": not a boundary, keep accumulating
+        if text[match.end() : match.end() + 1].isdigit() and _BEFORE_NUMBER.search(text[start:end]):
+            continue  # "ext. 4100": the number belongs to the abbreviation
         candidate = (text[start:end] + match.group(0)).strip()
         if candidate:
             pieces.append(candidate)

@@ -8,6 +8,8 @@ import zipfile
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
+from crag.ingest.ocr.scans import ScanReport
+
 # A table is cut into blocks of about this many characters, each repeating the header row, so that the
 # chunker (default cap 1200 characters) never leaves rows without the names of their columns: the
 # sentence splitter reads each row as "column: value" pairs, which needs the header in the same chunk.
@@ -36,11 +38,16 @@ _OLE_MAGIC = b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1"
 class FormatError(Exception):
     """The file is of the right kind but unusable (encrypted, empty, ...); a one-line reason, no file name."""
 
+    def __init__(self, message: str, scan: ScanReport | None = None) -> None:
+        super().__init__(message)
+        self.scan = scan  # a scanned file left unread: what OCR did (counted in the build report)
+
 
 @dataclass(frozen=True)
 class Converted:
     title: str  # "" when the file names none: the loader uses the file name
     text: str  # Markdown
+    scan: ScanReport | None = None  # the file had scanned pages: what OCR did with them
 
 
 def inline(text: str) -> str:

@@ -149,7 +149,7 @@ def _block(tag: Tag) -> list[str]:
         lines = _list(tag, 0)
         return ["\n".join(lines)] if lines else []
     if name == "table":
-        rendered = table(_table_rows(tag))
+        rendered = table(table_rows(tag))
         return [rendered] if rendered else []
     if name == "pre":
         code = tag.get_text().replace(_BREAK, "\n").strip("\n")
@@ -202,7 +202,7 @@ def _flat(tag: Tag) -> str:
     return inline("".join(parts).replace(_BREAK, " "))
 
 
-def _table_rows(tag: Tag) -> list[list[str]]:
+def table_rows(tag: Tag) -> list[list[str]]:
     """Rows of this table only (not of tables nested in its cells); colspan keeps columns aligned."""
     rows: list[list[str]] = []
     trs: list[Tag] = []

@@ -4,6 +4,10 @@ PDF text carries no headers, so structure comes from the outline (bookmarks) whe
 its top two levels become ## / ### headers placed before the page where each entry starts. Without an
 outline, each page becomes a "## Page N" section, which keeps long documents in page-sized chunks and
 lets a citation say where to look.
+
+Pages without a text layer that show something (scans) are read by OCR (crag/ingest/ocr): a page
+engine's text takes the page's place, the text pages keep their own; an engine that reads whole
+documents (Document Intelligence) gets the whole file and its Markdown replaces pypdf's.
 """
 
 from __future__ import annotations
@@ -27,15 +31,21 @@ from crag.ingest.formats.common import (
     inline,
     property_title,
 )
+from crag.ingest.ocr.engine import ScannedFile
+from crag.ingest.ocr.pages import inked_pdf_pages
+from crag.ingest.ocr.scans import OcrContext, read_scans
 
 # pypdf logs a warning for every irregularity it repairs ("EOF marker not found", "wrong pointing
 # object"); files it cannot read raise instead, and the loader reports those once, by name.
 logging.getLogger("pypdf").setLevel(logging.ERROR)
 
 _OUTLINE_DEPTH = 2  # bookmark levels turned into headers (## and ###); deeper ones stay in the text
+# A page with fewer characters than this in its text layer has none to speak of: a scan, perhaps
+# with a page number stamped on it digitally. OCR reads it whole, the stamp included.
+_TEXT_LAYER_CHARS = 5
 
 
-def convert(data: bytes) -> Converted:
+def convert(data: bytes, ocr: OcrContext | None = None) -> Converted:
     reader = PdfReader(io.BytesIO(data))
     if reader.is_encrypted:
         # Many PDFs are encrypted only to restrict printing or copying: they open with an empty password.
@@ -46,10 +56,27 @@ def convert(data: bytes) -> Converted:
         if opened == PasswordType.NOT_DECRYPTED:
             raise FormatError("password-protected PDF")
     pages = [_page_text(reader, i) for i in range(len(reader.pages))]
-    if not any(pages):
-        raise FormatError("no extractable text (a scanned PDF needs OCR first)")
-
     metadata_title = _metadata_title(reader)
+    untexted = [i for i, text in enumerate(pages) if len("".join(text.split())) < _TEXT_LAYER_CHARS]
+    scanned = inked_pdf_pages(data, untexted)
+    scan = None
+    if scanned:
+        outcome = read_scans(ocr or OcrContext(), ScannedFile(data, "pdf", tuple(scanned), len(pages)))
+        scan = outcome.report
+        if outcome.document:
+            title = metadata_title or outcome.title
+            return Converted(title=title, text=assemble(title, [outcome.document]), scan=scan)
+        for index, text in outcome.pages.items():
+            pages[index] = "\n".join(body_lines(text)).strip()
+        if not any(pages):
+            raise FormatError(
+                f"a scanned PDF ({len(scanned)} page(s) without a text layer) that was not read: "
+                f"{scan.reason or 'OCR found no text'}",
+                scan,
+            )
+    if not any(pages):
+        raise FormatError("no text found (its pages are blank)")
+
     starts = _outline_starts(reader)
     blocks: list[str] = []
     for number, text in enumerate(pages, start=1):
@@ -61,7 +88,9 @@ def convert(data: bytes) -> Converted:
         if text:
             blocks.append(text)
     # A title taken from the first line is already in the text: it gets no "# " header of its own.
-    return Converted(title=metadata_title or _first_line(pages), text=assemble(metadata_title, blocks))
+    return Converted(
+        title=metadata_title or _first_line(pages), text=assemble(metadata_title, blocks), scan=scan
+    )
 
 
 def _page_text(reader: PdfReader, index: int) -> str:
