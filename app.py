@@ -75,7 +75,9 @@ def create_app(settings: BotSettings) -> web.Application:
     app[STORAGE] = storage
     app.router.add_post("/api/messages", messages)
     app.router.add_get("/api/health", health)
-    DocumentRoute(settings.docs_dir, lambda: runtime.index.files, runtime.links).register(app)
+    DocumentRoute(settings.docs_dir, lambda: runtime.index.files, runtime.links, runtime.may_open).register(
+        app
+    )
     setup_webchat(app, settings, adapter, bot.on_turn)
     app.on_startup.append(_startup)
     app.on_cleanup.append(_cleanup)

@@ -5,10 +5,13 @@ from __future__ import annotations
 
 from bot.doc_links import DocLinks
 from config import BotSettings
+from crag.access import may_read
+from crag.factory import membership_source
 from crag.handle import EngineHandle, IndexInfo
 from feedback.postgres_store import PostgresFeedbackStore
 from feedback.protocol import Feedback
 from feedback.store import FeedbackStore
+from turn.asker import Askers
 
 
 def make_feedback(settings: BotSettings) -> Feedback:
@@ -41,6 +44,7 @@ class BotRuntime:
             settings.link_ttl_hours,
         )
         self.handle = EngineHandle(settings, self.docs_url)
+        self.askers = Askers(settings, membership_source(settings))
 
     @property
     def docs_url(self) -> str:
@@ -59,6 +63,14 @@ class BotRuntime:
         """Damaged feedback files moved aside on this start (the database or pending lines)."""
         return list(self.feedback.quarantined)
 
+    async def may_open(self, rel: str, user: str) -> bool:
+        """Whether /docs/ may give this indexed file to the user its link was made for: always with
+        access trimming off; else only while that user (their groups now) may read it."""
+        if not self.askers.trimming:
+            return True
+        reader = await self.askers.reader_of_user(user)
+        return may_read(self.index.readers.get(rel), reader, self.askers.unknown_allowed)
+
     async def start(self) -> None:
         await self.feedback.open()
 
@@ -74,3 +86,4 @@ class BotRuntime:
     async def close(self) -> None:
         await self.handle.close()
         await self.feedback.close()
+        await self.askers.close()

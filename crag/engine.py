@@ -20,7 +20,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from typing import Literal
 
-from crag import trace
+from crag import access, trace
+from crag.access import Reader
 from crag.breaker import CircuitBreaker
 from crag.cache import AnswerCache
 from crag.models import (
@@ -154,18 +155,22 @@ class CragEngine:
         history: Sequence[Turn] = (),
         on_stage: StageSink | None = None,
         on_text: TextSink | None = None,
+        reader: Reader | None = None,
     ) -> CragResult:
         """One CRAG turn. on_stage hears each stage as it starts and on_text the answer as it is
-        written, for clients that show progress; neither changes the result."""
+        written, for clients that show progress; neither changes the result. With a reader (access
+        trimming, crag/access.py) every document search holds only what the reader may read, and
+        cached answers are those of readers with the very same permissions."""
+        scope = access.scope(reader)
         if self.cache is not None:
-            cached = await self.cache.get(question, history)
+            cached = await self.cache.get(question, history, scope)
             if cached is not None:
                 cached.timings_ms = {"cache": 0.0, "total": 0.0}
                 return cached
         with trace.turn_trace() as turn:
-            result = await _Turn(self, turn, on_stage or _ignore, on_text).run(question, history)
+            result = await _Turn(self, turn, on_stage or _ignore, on_text, reader).run(question, history)
         if self.cache is not None:
-            await self.cache.put(question, history, result)
+            await self.cache.put(question, history, result, scope)
         return result
 
 
@@ -174,12 +179,18 @@ class _Turn:
     the speculative web search and the refinement running beside grading)."""
 
     def __init__(
-        self, engine: CragEngine, turn: trace.TurnTrace, on_stage: StageSink, on_text: TextSink | None
+        self,
+        engine: CragEngine,
+        turn: trace.TurnTrace,
+        on_stage: StageSink,
+        on_text: TextSink | None,
+        reader: Reader | None,
     ) -> None:
         self.e = engine
         self.turn = turn
         self.on_stage = on_stage
         self.on_text = on_text
+        self.reader = reader  # every search of the turn (re-searches too) is trimmed to it
         self.timings: dict[str, float] = {}
         self.web_task: asyncio.Task[tuple[str, WebOutcome]] | None = None
         self.refined: dict[str, Chunk] = {}
@@ -356,7 +367,7 @@ class _Turn:
             self.turn.notice(Notice.SEARCH_FAILED)
             return []
         try:
-            found = await e.retriever.search(query, e.config.top_k, question)
+            found = await e.retriever.search(query, e.config.top_k, question, reader=self.reader)
             e.search_breaker.success()
             return found
         except Exception as exc:

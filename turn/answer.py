@@ -23,6 +23,7 @@ from feedback.protocol import Feedback
 from replies.teams_message import answer_reply
 from support.logsafe import esc
 from texts import Lang, language_of, t
+from turn.asker import Asker
 from turn.commands import Command, classify, command_text
 from turn.streaming import TeamsStreamer, can_stream
 
@@ -30,7 +31,11 @@ log = logging.getLogger(__name__)
 
 
 class LinkSigner(Protocol):
-    def sign_result(self, result: CragResult) -> CragResult: ...
+    def sign_result(self, result: CragResult, user: str = "") -> CragResult: ...
+
+
+class AskerSource(Protocol):
+    async def asker(self, activity: Activity) -> Asker: ...
 
 
 class TurnDeps(Protocol):
@@ -40,6 +45,7 @@ class TurnDeps(Protocol):
     handle: EngineHandle  # the engine, once its index is open
     feedback: Feedback
     links: LinkSigner
+    askers: AskerSource  # who asks: the reader answers are trimmed to (turn/asker.py)
 
 
 def user_language(context: TurnContext, text: str = "") -> Lang:
@@ -79,11 +85,13 @@ async def answer(context: TurnContext, deps: TurnDeps, history: StatePropertyAcc
     else:
         await context.send_activity(Activity(type=ActivityTypes.typing))
     stored: list[dict[str, Any]] = await history.get(context, list) or []
+    asker = await deps.askers.asker(activity)
     result = await engine.run(
         question,
         [Turn.model_validate(h) for h in stored],
         on_stage=streamer.on_stage if streamer else None,
         on_text=streamer.on_text if streamer else None,
+        reader=asker.reader,
     )
     log.info(
         "answered branch=%s kept=%d cited=%s queries=%d total_ms=%.1f llm_calls=%d llm_tokens=%d notices=%s",
@@ -97,7 +105,8 @@ async def answer(context: TurnContext, deps: TurnDeps, history: StatePropertyAcc
         result.notices,
     )
     # Links to documents served by the bot are signed per card when it is on the internet.
-    result = deps.links.sign_result(result)
+    # With access trimming they name the asker, so that /docs/ serves them only while they may read.
+    result = deps.links.sign_result(result, asker.link_user)
     reply = answer_reply(result, activity.channel_id or "", show_scores=settings.card_scores)
     try:
         await deps.feedback.record_answer(
