@@ -7,10 +7,13 @@ from __future__ import annotations
 from pathlib import Path
 
 from crag.access import EVERYONE
-from crag.factory import build_engine, membership_source
+from crag.factory import build_engine, membership_source, ocr_engine
+from crag.ingest.ocr.tesseract import TesseractOcr
 from crag.ingest.sharepoint.local import sync_to_local
 from crag.membership import CachedMembership, reader_for
 from tests.graph_fixtures import ALICE, GROUP_A, GROUP_B, Graph
+from tests.scan_images import page_image, png_bytes
+from tests.servers.harness import unavailable
 
 BOB = "b0b00000-0000-0000-0000-000000000002"
 SALARY = "# 役員報酬規程\n\n## 支給額\n\n執行役員の月額報酬は180万円とし、毎月25日に支給する。\n"
@@ -58,3 +61,16 @@ async def test_a_group_a_user_never_gets_a_group_b_document_through_sharepoint_a
         await membership.close()
     # Groups were read once per user through Graph, then from the cache.
     assert len(fake.graph_calls("transitiveMemberOf")) == 2
+
+
+async def test_a_scanned_page_in_the_library_is_read_by_ocr(graph: Graph, tmp_path: Path) -> None:
+    settings = graph.settings(tmp_path, CRAG_OCR="tesseract")
+    if not isinstance(ocr_engine(settings), TesseractOcr):
+        unavailable("Tesseract is needed to read the scanned page (Debian: tesseract-ocr tesseract-ocr-jpn)")
+    lines = ["社用車の利用規程", "給油カードは車検証入れに保管すること。"]
+    graph.fake.put_file(graph.drive, "General/car.png", png_bytes(page_image(lines)))
+    async with graph.client(settings) as client:
+        synced = await sync_to_local(settings, client)
+    assert synced.index is not None
+    text = " ".join(c.text for c in synced.index.chunks if c.file == "General/car.png")
+    assert "給油カード" in text and "車検証" in text
