@@ -24,6 +24,7 @@ from botbuilder.integration.aiohttp import CloudAdapter
 from botbuilder.schema import Activity, ActivityTypes
 from msrest.exceptions import DeserializationError
 
+from bot.adapter import BotAdapter
 from bot.auth import AuthUnavailable
 from bot.connector_cache import CachingAuthentication
 from bot.crag_bot import REPLIED, CragBot
@@ -56,7 +57,7 @@ INDEX_TASK: web.AppKey[asyncio.Task[None]] = web.AppKey("index_task")
 
 def create_app(settings: BotSettings) -> web.Application:
     runtime = BotRuntime(settings)
-    adapter = CloudAdapter(CachingAuthentication(settings.bot_framework_config(), settings.auth_timeout))
+    adapter = BotAdapter(CachingAuthentication(settings.bot_framework_config(), settings.auth_timeout))
     adapter.on_turn_error = _on_turn_error
     storage = make_storage(settings)
     conversation_state = ConversationState(storage)
