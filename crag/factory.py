@@ -213,11 +213,15 @@ def build_engine(
     cache = _cache(settings, index, version)
     if cache is not None:
         closers.append(cache.close)
+    web_search = web_module.build(settings)
+    web_close = getattr(web_search, "close", None)
+    if web_close is not None:  # a provider holding connections (SerpAPI's session)
+        closers.append(web_close)
     return CragEngine(
         rewriter=rewriter,
         retriever=searcher.retriever,
         grader=grader,
-        web=web_module.build(settings),
+        web=web_search,
         generator=generator,
         config=config,
         refiner=refiner,
