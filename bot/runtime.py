@@ -1,11 +1,12 @@
 """What a turn needs besides the activity: settings, the engine handle (crag/handle.py), feedback and
-the document links."""
+the document links; and, for the process, where its turn traces go (crag/tracing_export.py)."""
 
 from __future__ import annotations
 
 from bot.doc_links import DocLinks
 from config import BotSettings
 from crag.handle import EngineHandle, IndexInfo
+from crag.tracing_export import TracingExport, configure_tracing
 from feedback.postgres_store import PostgresFeedbackStore
 from feedback.protocol import Feedback
 from feedback.store import FeedbackStore
@@ -41,6 +42,7 @@ class BotRuntime:
             settings.link_ttl_hours,
         )
         self.handle = EngineHandle(settings, self.docs_url)
+        self.tracing: TracingExport | None = None
 
     @property
     def docs_url(self) -> str:
@@ -60,6 +62,8 @@ class BotRuntime:
         return list(self.feedback.quarantined)
 
     async def start(self) -> None:
+        # Once per process: each worker (workers.py) starts its own app, and so its own exporter.
+        self.tracing = configure_tracing(self.settings.tracing)
         await self.feedback.open()
 
     async def load_index(self) -> None:
@@ -74,3 +78,6 @@ class BotRuntime:
     async def close(self) -> None:
         await self.handle.close()
         await self.feedback.close()
+        if self.tracing is not None:
+            await self.tracing.close()  # exports the spans still queued
+            self.tracing = None
