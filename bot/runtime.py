@@ -1,5 +1,5 @@
 """What a turn needs besides the activity: settings, the engine handle (crag/handle.py), feedback and
-the document links."""
+the document links; and, for the process, where its turn traces go (crag/tracing_export.py)."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ from config import BotSettings
 from crag.access import may_read
 from crag.factory import membership_source
 from crag.handle import EngineHandle, IndexInfo
+from crag.tracing_export import TracingExport, configure_tracing
 from feedback.postgres_store import PostgresFeedbackStore
 from feedback.protocol import Feedback
 from feedback.store import FeedbackStore
@@ -45,6 +46,7 @@ class BotRuntime:
         )
         self.handle = EngineHandle(settings, self.docs_url)
         self.askers = Askers(settings, membership_source(settings))
+        self.tracing: TracingExport | None = None
 
     @property
     def docs_url(self) -> str:
@@ -72,6 +74,8 @@ class BotRuntime:
         return may_read(self.index.readers.get(rel), reader, self.askers.unknown_allowed)
 
     async def start(self) -> None:
+        # Once per process: each worker (workers.py) starts its own app, and so its own exporter.
+        self.tracing = configure_tracing(self.settings.tracing)
         await self.feedback.open()
 
     async def load_index(self) -> None:
@@ -87,3 +91,6 @@ class BotRuntime:
         await self.handle.close()
         await self.feedback.close()
         await self.askers.close()
+        if self.tracing is not None:
+            await self.tracing.close()  # exports the spans still queued
+            self.tracing = None

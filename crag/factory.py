@@ -187,6 +187,7 @@ def build_engine(
         web_results=settings.web_results,
         speculative_web=settings.speculative_web and web_on,
         refine_top=settings.refine_top,
+        trace_question=settings.tracing.question_text,
     )
     stats: TermStats = index if index is not None else FlatStats(term_extractor())
     rewriter: QueryRewriter = LocalKeywordRewriter(term_extractor())

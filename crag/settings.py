@@ -22,6 +22,7 @@ from crag.ingest.ocr.settings import OcrSettings
 from crag.ingest.sharepoint.settings import SharePointSettings, graph_site_key
 from crag.llm.settings import LlmSettings
 from crag.search.azure_config import AzureSearchSettings
+from crag.tracing_settings import TracingSettings
 from crag.web.serpapi_settings import SerpApiSettings
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -33,6 +34,7 @@ SECTIONS: dict[str, type[EnvSettings]] = {
     "ocr": OcrSettings,
     "graph": GraphSettings,
     "sharepoint": SharePointSettings,
+    "tracing": TracingSettings,
 }
 
 
@@ -141,6 +143,8 @@ class CragSettings(EnvSettings):
     ocr: OcrSettings = Field(default_factory=OcrSettings)
     graph: GraphSettings = Field(default_factory=GraphSettings)
     sharepoint: SharePointSettings = Field(default_factory=SharePointSettings)
+    # OpenTelemetry traces of the turns (crag/tracing_export.py): off unless an exporter is set.
+    tracing: TracingSettings = Field(default_factory=TracingSettings)
 
     @model_validator(mode="before")
     @classmethod

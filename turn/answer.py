@@ -74,6 +74,16 @@ async def handle_message(context: TurnContext, deps: TurnDeps, history: StatePro
     await context.send_activity(MessageFactory.text(reply))
 
 
+def turn_attributes(activity: Activity) -> dict[str, str]:
+    """What the trace of a turn says about where it came from: the channel and the kind of
+    conversation (no ids, no names)."""
+    conversation = activity.conversation
+    return {
+        "crag.channel": activity.channel_id or "",
+        "crag.conversation_type": (conversation.conversation_type if conversation else None) or "",
+    }
+
+
 async def answer(context: TurnContext, deps: TurnDeps, history: StatePropertyAccessor, question: str) -> None:
     engine = deps.handle.engine
     assert engine is not None  # handle_message checked
@@ -92,6 +102,7 @@ async def answer(context: TurnContext, deps: TurnDeps, history: StatePropertyAcc
         on_stage=streamer.on_stage if streamer else None,
         on_text=streamer.on_text if streamer else None,
         reader=asker.reader,
+        attributes=turn_attributes(activity),
     )
     log.info(
         "answered branch=%s kept=%d cited=%s queries=%d total_ms=%.1f llm_calls=%d llm_tokens=%d notices=%s",
