@@ -26,6 +26,7 @@ from botbuilder.schema import Activity, ActivityTypes
 from msrest.exceptions import DeserializationError
 
 from admin import AdminRoutes
+from bot.adapter import BotAdapter
 from bot.auth import AuthUnavailable
 from bot.connector_cache import CachingAuthentication
 from bot.crag_bot import REPLIED, CragBot
@@ -58,7 +59,7 @@ INDEX_TASK: web.AppKey[asyncio.Task[None]] = web.AppKey("index_task")
 
 def create_app(settings: BotSettings) -> web.Application:
     runtime = BotRuntime(settings)
-    adapter = CloudAdapter(CachingAuthentication(settings.bot_framework_config(), settings.auth_timeout))
+    adapter = BotAdapter(CachingAuthentication(settings.bot_framework_config(), settings.auth_timeout))
     adapter.on_turn_error = _on_turn_error
     storage = make_storage(settings)
     conversation_state = ConversationState(storage)
@@ -77,7 +78,9 @@ def create_app(settings: BotSettings) -> web.Application:
     app[STORAGE] = storage
     app.router.add_post("/api/messages", messages)
     app.router.add_get("/api/health", health)
-    DocumentRoute(settings.docs_dir, lambda: runtime.index.files, runtime.links).register(app)
+    DocumentRoute(settings.docs_dir, lambda: runtime.index.files, runtime.links, runtime.may_open).register(
+        app
+    )
     AdminRoutes(settings, runtime.feedback, runtime.handle).register(app)
     setup_webchat(app, settings, adapter, bot.on_turn)
     app.on_startup.append(_startup)

@@ -42,6 +42,12 @@ class BotSettings(CragSettings):
     history_turns: int = Field(default=3, ge=0, le=20, alias="CRAG_HISTORY_TURNS")
     # Every retrieved passage's raw grade in the card's sources (for administrators tuning thresholds).
     card_scores: bool = Field(default=False, alias="CRAG_CARD_SCORES")
+    # Access trimming in channels and group chats, where every member sees the answer: "everyone"
+    # answers there only from documents everyone may read; "asker" trims to the asker's permissions
+    # (for teams whose members may all read what each of them may).
+    access_shared_chats: Literal["everyone", "asker"] = Field(
+        default="everyone", alias="CRAG_ACCESS_SHARED_CHATS"
+    )
 
     # Conversation state: sqlite (default, survives restarts), memory, blob or cosmos (several instances).
     state_storage: Literal["sqlite", "memory", "blob", "cosmos"] = Field(

@@ -19,7 +19,7 @@ import logging
 import secrets
 import time
 from collections.abc import Callable
-from urllib.parse import unquote
+from urllib.parse import quote, unquote
 
 from crag.models import CragResult
 
@@ -64,24 +64,30 @@ class DocLinks:
     def signed(self) -> bool:
         return self._key is not None
 
-    def sign_url(self, url: str) -> str:
-        """`url` with exp and sig added when it points into /docs/; any other URL as it is."""
+    def sign_url(self, url: str, user: str = "") -> str:
+        """`url` with exp and sig added when it points into /docs/; any other URL as it is. With
+        access trimming, `user` is the asker the link is for (`u`, covered by the signature): /docs/
+        serves the file only while that user may still read it."""
         prefix = self.docs_url + "/"
-        if self._key is None or not url.startswith(prefix) or "?" in url or "#" in url:
+        if not url.startswith(prefix) or "?" in url or "#" in url:
             return url
+        for_user = f"u={quote(user, safe='')}" if user else ""
+        if self._key is None:
+            return f"{url}?{for_user}" if for_user else url
         path = unquote(url[len(prefix) :])
         expires = int(self._clock()) + self.ttl_seconds
-        return f"{url}?exp={expires}&sig={self._signature(path, expires)}"
+        signed = f"{url}?exp={expires}&sig={self._signature(path, expires, user)}"
+        return f"{signed}&{for_user}" if for_user else signed
 
-    def sign_result(self, result: CragResult) -> CragResult:
+    def sign_result(self, result: CragResult, user: str = "") -> CragResult:
         """The result with its document citations' links signed (the engine and its cache keep
         unsigned links: a signature belongs to one card, not to the answer)."""
-        if self._key is None:
+        if self._key is None and not user:
             return result
-        citations = [c.model_copy(update={"url": self.sign_url(c.url)}) for c in result.citations]
+        citations = [c.model_copy(update={"url": self.sign_url(c.url, user)}) for c in result.citations]
         return result.model_copy(update={"citations": citations})
 
-    def allows(self, path: str, expires: str | None, signature: str | None) -> bool:
+    def allows(self, path: str, expires: str | None, signature: str | None, user: str = "") -> bool:
         """Whether a request for `path` (relative, decoded) with these query values may be served."""
         if self._key is None:
             return True
@@ -89,10 +95,12 @@ class DocLinks:
             return False
         if int(expires) < self._clock():
             return False
-        return hmac.compare_digest(self._signature(path, int(expires)), signature)
+        return hmac.compare_digest(self._signature(path, int(expires), user), signature)
 
-    def _signature(self, path: str, expires: int) -> str:
+    def _signature(self, path: str, expires: int, user: str = "") -> str:
         assert self._key is not None
-        message = f"{path}\n{expires}".encode("utf-8", "surrogatepass")
+        # Without a user the message is what it was before access trimming: older links stay valid.
+        text = f"{path}\n{expires}" + (f"\n{user}" if user else "")
+        message = text.encode("utf-8", "surrogatepass")
         digest = hmac.new(self._key, message, hashlib.sha256).digest()
         return base64.urlsafe_b64encode(digest).rstrip(b"=").decode()

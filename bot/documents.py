@@ -13,7 +13,7 @@ on everything but PDF, whose built-in browser viewer does not open in a sandbox.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Collection
+from collections.abc import Awaitable, Callable, Collection
 from pathlib import Path
 from urllib.parse import quote
 
@@ -48,22 +48,39 @@ _TYPES: dict[str, tuple[str, bool]] = {
 _SANDBOX = "sandbox; default-src 'none'; img-src data:; style-src 'unsafe-inline'"
 
 
+# May the user a link was made for ("" : anyone) open this indexed file? (access trimming)
+MayOpen = Callable[[str, str], Awaitable[bool]]
+
+
+async def _anyone(rel: str, user: str) -> bool:
+    return True
+
+
 class DocumentRoute:
-    def __init__(self, docs_dir: Path, indexed_files: Callable[[], Collection[str]], links: DocLinks) -> None:
+    def __init__(
+        self,
+        docs_dir: Path,
+        indexed_files: Callable[[], Collection[str]],
+        links: DocLinks,
+        may_open: MayOpen = _anyone,
+    ) -> None:
         self._root = docs_dir.resolve()
         self._indexed = indexed_files  # read per request: the index loads after the server starts
         self._links = links
+        self._may_open = may_open
 
     def register(self, app: web.Application) -> None:
         app.router.add_get("/docs/{path:.+}", self.handle)
 
     async def handle(self, request: web.Request) -> web.StreamResponse:
         rel = request.match_info["path"]
-        if not self._links.allows(rel, request.query.get("exp"), request.query.get("sig")):
+        user = request.query.get("u", "")
+        if not self._links.allows(rel, request.query.get("exp"), request.query.get("sig"), user):
             log.info("refused /docs/%r: missing, invalid or expired signature", rel)
             raise web.HTTPForbidden(text="this link is not valid or has expired; open the answer again")
         target = self._servable(rel)
-        if target is None:
+        # A file its link's user may (no longer) read is "not found", as if it were not there.
+        if target is None or not await self._may_open(rel, user):
             raise web.HTTPNotFound(text="document not found")
         kind, inline = _TYPES.get(target.suffix.lower(), ("application/octet-stream", False))
         headers = {

@@ -1,14 +1,18 @@
 """What a turn needs besides the activity: settings, the engine handle (crag/handle.py), feedback and
-the document links."""
+the document links; and, for the process, where its turn traces go (crag/tracing_export.py)."""
 
 from __future__ import annotations
 
 from bot.doc_links import DocLinks
 from config import BotSettings
+from crag.access import may_read
+from crag.factory import membership_source
 from crag.handle import EngineHandle, IndexInfo
+from crag.tracing_export import TracingExport, configure_tracing
 from feedback.postgres_store import PostgresFeedbackStore
 from feedback.protocol import Feedback
 from feedback.store import FeedbackStore
+from turn.asker import Askers
 
 
 def make_feedback(settings: BotSettings) -> Feedback:
@@ -41,6 +45,8 @@ class BotRuntime:
             settings.link_ttl_hours,
         )
         self.handle = EngineHandle(settings, self.docs_url)
+        self.askers = Askers(settings, membership_source(settings))
+        self.tracing: TracingExport | None = None
 
     @property
     def docs_url(self) -> str:
@@ -59,7 +65,17 @@ class BotRuntime:
         """Damaged feedback files moved aside on this start (the database or pending lines)."""
         return list(self.feedback.quarantined)
 
+    async def may_open(self, rel: str, user: str) -> bool:
+        """Whether /docs/ may give this indexed file to the user its link was made for: always with
+        access trimming off; else only while that user (their groups now) may read it."""
+        if not self.askers.trimming:
+            return True
+        reader = await self.askers.reader_of_user(user)
+        return may_read(self.index.readers.get(rel), reader, self.askers.unknown_allowed)
+
     async def start(self) -> None:
+        # Once per process: each worker (workers.py) starts its own app, and so its own exporter.
+        self.tracing = configure_tracing(self.settings.tracing)
         await self.feedback.open()
 
     async def load_index(self) -> None:
@@ -74,3 +90,7 @@ class BotRuntime:
     async def close(self) -> None:
         await self.handle.close()
         await self.feedback.close()
+        await self.askers.close()
+        if self.tracing is not None:
+            await self.tracing.close()  # exports the spans still queued
+            self.tracing = None

@@ -11,6 +11,7 @@ and EVERYONE. A reader may read a document when the two sets meet.
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Collection, Iterable
 from typing import Protocol
 
@@ -40,3 +41,22 @@ class MembershipSource(Protocol):
         """Object ids of the groups the user is a member of, directly or through other groups.
         Raises on failure; an unknown user is an empty tuple."""
         ...
+
+
+# -- readers (added for trimming: the engine's turn carries one, the answer cache keys by it) -------
+# The principals of the asking user, or None when access trimming is off (every document readable).
+Reader = frozenset[str]
+
+
+def reader_of(user_id: str | None, groups: Iterable[str] = ()) -> Reader:
+    """A user's reader: their own id, their groups, and EVERYONE; only EVERYONE for no user."""
+    return frozenset({EVERYONE, *normalize([user_id or "", *groups])})
+
+
+def scope(reader: Reader | None) -> str:
+    """The answer cache's scope of a reader: "" with trimming off; else a digest of the principals,
+    so that an answer is only ever served to a reader with exactly the same permissions."""
+    if reader is None:
+        return ""
+    joined = "\n".join(sorted(reader))
+    return "reader:" + hashlib.sha256(joined.encode("utf-8", "surrogatepass")).hexdigest()

@@ -3,8 +3,9 @@ until the document index changes.
 
 Keys hold the index version, so a re-ingest makes every old entry unreachable; the previous
 question is part of the key, so a follow-up is not confused with the same words asked afresh; and
-a `scope` ("" today) stands for anything that changes who may see what, so that answers trimmed to
-one permission set are never served to another. Degraded answers (a provider failed) are not
+a `scope` stands for who may see what (with access trimming, a digest of the asker's principals:
+crag/access.py `scope`; "" without), so that answers trimmed to one permission set are never
+served to another. Degraded answers (a provider failed) are not
 cached: the next asker deserves a fresh try.
 
 `AnswerCache` is what the engine awaits; `MemoryAnswerCache` (here, the default: one process, no

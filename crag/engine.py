@@ -8,6 +8,9 @@ DESIGN §3 step 5) runs while a part of the question has no answering passage, o
 only ambiguous, and the rewriter has a query not tried yet: at most `research_rounds` times. The
 engine only sees the provider protocols; which LLM, index or web search is behind them is the
 factory's business. Every turn returns one CragResult, whatever fails along the way.
+
+Each step is also a span of the turn's OpenTelemetry trace (crag/trace.py): `step` times it and
+says on it what it found (counts and grades, never text). Tracing is off unless the app configured it.
 """
 
 from __future__ import annotations
@@ -15,12 +18,15 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Awaitable, Callable, Iterator, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from typing import Literal
 
-from crag import trace
+from opentelemetry.trace import Span
+
+from crag import access, trace, tracing
+from crag.access import Reader
 from crag.breaker import CircuitBreaker
 from crag.cache import AnswerCache
 from crag.models import (
@@ -71,6 +77,8 @@ class EngineConfig:
     research_ambiguous: bool = True
     # Passages of each search refined early, in search order (the rest are used as they are).
     refine_top: int = 3
+    # The question's text on the turn's span (CRAG_TRACE_QUESTIONS): off, traces hold no user text.
+    trace_question: bool = False
 
     @property
     def policy(self) -> RoutingPolicy:
@@ -154,20 +162,38 @@ class CragEngine:
         history: Sequence[Turn] = (),
         on_stage: StageSink | None = None,
         on_text: TextSink | None = None,
+        reader: Reader | None = None,
+        attributes: tracing.Attributes | None = None,
     ) -> CragResult:
         """One CRAG turn. on_stage hears each stage as it starts and on_text the answer as it is
-        written, for clients that show progress; neither changes the result."""
-        if self.cache is not None:
-            cached = await self.cache.get(question, history)
-            if cached is not None:
-                cached.timings_ms = {"cache": 0.0, "total": 0.0}
-                cached.cache_hit = True
-                return cached
-        with trace.turn_trace() as turn:
-            result = await _Turn(self, turn, on_stage or _ignore, on_text).run(question, history)
-        if self.cache is not None:
-            await self.cache.put(question, history, result)
+        written, for clients that show progress; neither changes the result. With a reader (access
+        trimming, crag/access.py) every document search holds only what the reader may read, and
+        cached answers are those of readers with the very same permissions. attributes describe
+        the turn on its span (the channel it came from)."""
+        scope = access.scope(reader)
+        with trace.turn_trace(self.span_attributes(question, attributes)) as turn:
+            if self.cache is not None:
+                cached = await self.cache.get(question, history, scope)
+                if cached is not None:
+                    cached.timings_ms = {"cache": 0.0, "total": 0.0}
+                    cached.cache_hit = True
+                    turn.record(cached, cache_hit=True)
+                    return cached
+            result = await _Turn(self, turn, on_stage or _ignore, on_text, reader).run(question, history)
+            turn.record(result, cache_hit=False)
+            if self.cache is not None:
+                await self.cache.put(question, history, result, scope)
         return result
+
+    def span_attributes(
+        self, question: str, given: Mapping[str, tracing.AttributeValue] | None
+    ) -> dict[str, tracing.AttributeValue]:
+        if not tracing.enabled():
+            return {}
+        out = {**(given or {}), "crag.question_chars": len(question)}
+        if self.config.trace_question:
+            out["crag.question"] = question
+        return out
 
 
 class _Turn:
@@ -175,12 +201,18 @@ class _Turn:
     the speculative web search and the refinement running beside grading)."""
 
     def __init__(
-        self, engine: CragEngine, turn: trace.TurnTrace, on_stage: StageSink, on_text: TextSink | None
+        self,
+        engine: CragEngine,
+        turn: trace.TurnTrace,
+        on_stage: StageSink,
+        on_text: TextSink | None,
+        reader: Reader | None,
     ) -> None:
         self.e = engine
         self.turn = turn
         self.on_stage = on_stage
         self.on_text = on_text
+        self.reader = reader  # every search of the turn (re-searches too) is trimmed to it
         self.timings: dict[str, float] = {}
         self.web_task: asyncio.Task[tuple[str, WebOutcome]] | None = None
         self.refined: dict[str, Chunk] = {}
@@ -326,15 +358,19 @@ class _Turn:
     async def step(
         self, name: str, fn: Callable[[TurnState], Awaitable[TurnState]], s: TurnState
     ) -> TurnState:
-        with self.clock(name):
-            return await fn(s)
+        with self.clock(name) as span:
+            s = await fn(s)
+            if span.is_recording():
+                span.set_attributes(step_attributes(name, s))
+            return s
 
     @contextmanager
-    def clock(self, name: str) -> Iterator[None]:
-        """Wall time per step in milliseconds, summed over rounds."""
+    def clock(self, name: str) -> Iterator[Span]:
+        """Wall time per step in milliseconds, summed over rounds, and the step's span."""
         start = time.perf_counter()
         try:
-            yield
+            with self.turn.stage(name) as span:
+                yield span
         finally:
             elapsed = (time.perf_counter() - start) * 1000
             self.timings[name] = round(self.timings.get(name, 0.0) + elapsed, 2)
@@ -357,7 +393,7 @@ class _Turn:
             self.turn.notice(Notice.SEARCH_FAILED)
             return []
         try:
-            found = await e.retriever.search(query, e.config.top_k, question)
+            found = await e.retriever.search(query, e.config.top_k, question, reader=self.reader)
             e.search_breaker.success()
             return found
         except Exception as exc:
@@ -418,6 +454,25 @@ class _Turn:
             llm_tokens=self.turn.tokens,
             providers=self.e.providers,
         )
+
+
+def step_attributes(name: str, s: TurnState) -> dict[str, tracing.AttributeValue]:
+    """What a step's span says it did: counts, grades and statuses, never text."""
+    if name in ("retrieve", "research"):
+        return {"crag.found": len(s.searched), "crag.queries": len(s.queries), "crag.rounds": s.rounds}
+    if name == "grade":
+        return {
+            "crag.best_grade": max((g.score for g in s.graded), default=0.0),
+            "crag.graded_chunks": len(s.graded),
+            "crag.missing_parts": len(s.missing),
+        }
+    if name == "web":
+        return {"crag.web.status": s.web.status.value, "crag.web.results": len(s.web.results)}
+    if name == "refine":
+        return {"crag.knowledge": len(s.knowledge), "crag.web_knowledge": len(s.web_knowledge)}
+    if name == "generate" and s.answer is not None:
+        return {"crag.refused": s.answer.refused, "crag.citations": len(s.answer.citations)}
+    return {}
 
 
 async def _ignore(stage: Stage) -> None:

@@ -5,9 +5,10 @@ from __future__ import annotations
 import importlib
 import logging
 from collections.abc import Callable
-from typing import Protocol, cast
+from typing import Any, Protocol, cast
 
 from crag import search, web
+from crag.access import MembershipSource
 from crag.cache import AnswerCache, MemoryAnswerCache
 from crag.cache_redis import RedisAnswerCache
 from crag.engine import CragEngine, EngineConfig
@@ -15,12 +16,13 @@ from crag.generate.extractive import ExtractiveComposer
 from crag.generate.llm import LlmGenerator
 from crag.grade.llm import LlmGrader
 from crag.grade.local import LocalGrader
-from crag.ingest.local_target import BuildReport, load_or_build, stale_fingerprint
+from crag.ingest.local_target import AccessSource, BuildReport, load_or_build, stale_fingerprint
 from crag.ingest.ocr.document_intelligence import document_intelligence_engine
 from crag.ingest.ocr.engine import OcrEngine
 from crag.ingest.ocr.tesseract import tesseract_engine
 from crag.ingest.ocr.unavailable import NoOcr
 from crag.llm.client import LlmClient
+from crag.membership import CachedMembership, LocalMembership
 from crag.protocols import (
     AnswerGenerator,
     Closer,
@@ -60,6 +62,7 @@ def open_local_index(
         settings.chunk_max_tokens,
         fingerprint,
         ocr_engine(settings),
+        access_source(settings),
     )
 
 
@@ -74,7 +77,29 @@ def local_index_stale(
         settings.docs_base_url or docs_base_url,
         settings.chunk_max_tokens,
         ocr_engine(settings).name,
+        access_source(settings),
     )
+
+
+def membership_source(settings: CragSettings, **graph_options: Any) -> MembershipSource:
+    """Where askers' groups come from, for access trimming: Microsoft Graph
+    (`/users/{id}/transitiveMemberOf`) when GRAPH_* is set, behind CachedMembership(source,
+    settings.access_groups_ttl) (one Graph call per question would be slow and throttled); else the
+    [groups] of the access file, read again whenever it changes (a dict lookup: nothing to cache)."""
+    if settings.graph.configured:
+        # Imported here: the Graph SDK is large, and most deployments never load it.
+        from crag.graph.client import GraphClient
+        from crag.graph.membership import GraphMembership
+
+        client = GraphClient(settings.graph, **graph_options)  # options: azure-identity's (tests: a CA)
+        return CachedMembership(GraphMembership(client), settings.access_groups_ttl)
+    return LocalMembership(settings.access_path, required=bool(settings.access_file))
+
+
+def access_source(settings: CragSettings) -> AccessSource:
+    """The documents' access file (crag/access_file.py): CRAG_ACCESS_FILE, which must then exist, or
+    the folder's own .access.toml when it has one."""
+    return AccessSource(settings.access_path, required=bool(settings.access_file))
 
 
 def ocr_engine(settings: CragSettings) -> OcrEngine:
@@ -92,6 +117,7 @@ def ocr_engine(settings: CragSettings) -> OcrEngine:
 __all__ = [
     "build_engine",
     "local_index_stale",
+    "membership_source",
     "ocr_engine",
     "open_local_index",
     "search_provider",
@@ -161,6 +187,7 @@ def build_engine(
         web_results=settings.web_results,
         speculative_web=settings.speculative_web and web_on,
         refine_top=settings.refine_top,
+        trace_question=settings.tracing.question_text,
     )
     stats: TermStats = index if index is not None else FlatStats(term_extractor())
     rewriter: QueryRewriter = LocalKeywordRewriter(term_extractor())
@@ -187,11 +214,15 @@ def build_engine(
     cache = _cache(settings, index, version)
     if cache is not None:
         closers.append(cache.close)
+    web_search = web_module.build(settings)
+    web_close = getattr(web_search, "close", None)
+    if web_close is not None:  # a provider holding connections (SerpAPI's session)
+        closers.append(web_close)
     return CragEngine(
         rewriter=rewriter,
         retriever=searcher.retriever,
         grader=grader,
-        web=web_module.build(settings),
+        web=web_search,
         generator=generator,
         config=config,
         refiner=refiner,

@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING
 
 from watchfiles import Change
 
+from crag.access_file import AccessFileError
 from crag.engine import CragEngine
 from crag.factory import (
     build_engine,
@@ -65,8 +66,15 @@ class IndexInfo:
     remote: bool = False  # documents in a remote index (Azure AI Search): counts are not known here
     provider: str = "local"  # the search provider's name
     files: frozenset[str] = frozenset()  # relative paths the local index holds: what /docs/ may serve
+    # Who may read each of those files (crag/access.py; None: unknown): /docs/ checks it when trimming.
+    readers: dict[str, tuple[str, ...] | None] = field(default_factory=dict)
     updated_at: str = ""  # when this index was loaded or built (ISO 8601, UTC)
     ocr: dict[str, object] = field(default_factory=dict)  # scanned pages read and skipped (ocr_status)
+
+    @property
+    def unknown_files(self) -> list[str]:
+        """Files of the local index no access rule covers."""
+        return sorted(f for f, allowed in self.readers.items() if allowed is None)
 
 
 @dataclass
@@ -149,6 +157,11 @@ class EngineHandle:
             self.error = f"SharePoint: {exc}"
             log.error("could not sync the SharePoint library: %s", exc)
             return
+        except AccessFileError as exc:
+            # The folder's permissions cannot be read: no index without them (never "allow all").
+            self.error = str(exc)
+            log.error("cannot start the engine: %s", exc)
+            return
         except Exception as exc:
             self.error = f"index unavailable: {exc.__class__.__name__}"
             log.exception("could not open the local index from %s", settings.docs_dir)
@@ -171,6 +184,14 @@ class EngineHandle:
         )
         for reason in self.index.skipped:
             log.warning("skipped: %s", reason)
+        if settings.access_trimming and settings.access_unknown == "deny" and self.index.unknown_files:
+            log.warning(
+                "access trimming is on: %d of %d documents have no access rule and are denied to "
+                "everyone (%s; CRAG_ACCESS_UNKNOWN=allow to let everyone read them)",
+                len(self.index.unknown_files),
+                self.index.documents,
+                settings.access_path,
+            )
         self._ready.set()
         if settings.watch_docs and self.sharepoint is None:
             self.watch = WatchInfo(enabled=True)
@@ -256,7 +277,8 @@ class EngineHandle:
                 await self.refresh()
 
         try:
-            await watch_folder(docs_dir, on_change, self._stop_watching)
+            # The access file too: a changed rule re-applies to every chunk within seconds.
+            await watch_folder(docs_dir, on_change, self._stop_watching, [self.settings.access_path])
         except Exception as exc:  # the folder vanished, or the system refuses another watch
             self.watch.enabled = False
             self.watch.error = f"not watching: {exc.__class__.__name__}"
@@ -290,7 +312,9 @@ class EngineHandle:
                 engine = build_engine(self.settings, index)
             except Exception as exc:
                 self._failed = True
-                self.watch.error = f"{REBUILD_FAILED}: {exc.__class__.__name__}"
+                # An access file's message says what to fix (file, rule, value) and holds no secret.
+                reason = str(exc) if isinstance(exc, AccessFileError) else exc.__class__.__name__
+                self.watch.error = f"{REBUILD_FAILED}: {reason}"
                 log.warning(
                     "re-indexing %s failed (%s: %s); still serving the previous index",
                     self.settings.docs_dir,
@@ -410,7 +434,18 @@ class EngineHandle:
             "research_rounds": engine.config.research_rounds,
             "cache": self.cache_status(),
             "vectors": self.vector_status(),
+            "access": self.access_status(),
         }
+
+    def access_status(self) -> dict[str, object]:
+        """For /api/health: whether answers are trimmed to the asker, and (local index) how many
+        documents have no access rule."""
+        out: dict[str, object] = {"trimming": self.settings.access_trimming}
+        if self.settings.access_trimming:
+            out["unknown"] = self.settings.access_unknown
+        if not self.index.remote:
+            out["documents_without_rule"] = len(self.index.unknown_files)
+        return out
 
     def cache_status(self) -> dict[str, object]:
         cache = self.engine.cache if self.engine is not None else None
@@ -484,11 +519,13 @@ class EngineHandle:
 
 
 def _index_info(index: LocalIndex) -> IndexInfo:
+    readers = {chunk.file: chunk.allowed for chunk in index.chunks}
     return IndexInfo(
         documents=index.documents,
         chunks=index.size,
         skipped=list(index.skipped),
-        files=frozenset(chunk.file for chunk in index.chunks),
+        files=frozenset(readers),
+        readers=readers,
         updated_at=datetime.now(UTC).isoformat(timespec="seconds"),
         ocr=ocr_status(index),
     )

@@ -6,6 +6,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Literal, Protocol
 
+from crag.access import Reader
 from crag.models import Chunk, GeneratedAnswer, GradedChunk, Stage, Turn, WebOutcome, WebResult
 
 # Receives the partial answer text while it is being generated (for streaming UIs).
@@ -44,10 +45,14 @@ class QueryRewriter(Protocol):
 class Retriever(Protocol):
     name: str
 
-    async def search(self, query: str, top_k: int, question: str | None = None) -> list[GradedChunk]:
+    async def search(
+        self, query: str, top_k: int, question: str | None = None, reader: Reader | None = None
+    ) -> list[GradedChunk]:
         """The top_k chunks for the query, best first, with retrieval_score set and score unset.
         `question` is the user's own words, for a retriever that embeds them (the grader embeds the
-        same text, so a local index computes one question vector per turn)."""
+        same text, so a local index computes one question vector per turn). With a `reader` (access
+        trimming on, crag/access.py), only chunks that reader may read, filtered in the search
+        itself, before its top_k: never top_k fetched and the unreadable dropped."""
         ...
 
 

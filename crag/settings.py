@@ -15,12 +15,14 @@ from typing import Any, Literal
 from pydantic import BaseModel, Field, PrivateAttr, SecretStr, field_validator, model_validator
 
 from crag import search, web
+from crag.access_file import ACCESS_FILE_NAME
 from crag.env import EnvSettings
 from crag.graph.settings import GraphSettings
 from crag.ingest.ocr.settings import OcrSettings
 from crag.ingest.sharepoint.settings import SharePointSettings, graph_site_key
 from crag.llm.settings import LlmSettings
 from crag.search.azure_config import AzureSearchSettings
+from crag.tracing_settings import TracingSettings
 from crag.web.serpapi_settings import SerpApiSettings
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -32,6 +34,7 @@ SECTIONS: dict[str, type[EnvSettings]] = {
     "ocr": OcrSettings,
     "graph": GraphSettings,
     "sharepoint": SharePointSettings,
+    "tracing": TracingSettings,
 }
 
 
@@ -120,6 +123,18 @@ class CragSettings(EnvSettings):
     cache_timeout: float = Field(default=0.25, gt=0, le=5, alias="CRAG_CACHE_TIMEOUT")
     web_results: int = Field(default=5, ge=1, le=10, alias="CRAG_WEB_RESULTS")
 
+    # Access trimming (crag/access.py): answers only from the documents the asker may read. Off: every
+    # user reads every document (the Emulator and local mode run so unless this is set).
+    access_trimming: bool = Field(default=False, alias="CRAG_ACCESS_TRIMMING")
+    # While trimming is on, documents whose permissions are unknown (no access rule matches them, or
+    # an index filled without permissions): denied, or readable by everyone.
+    access_unknown: Literal["deny", "allow"] = Field(default="deny", alias="CRAG_ACCESS_UNKNOWN")
+    # The access file of the documents (crag/access_file.py). Empty: <CRAG_DOCS_DIR>/.access.toml when
+    # it exists; set, it must exist.
+    access_file: str = Field(default="", alias="CRAG_ACCESS_FILE")
+    # Seconds a user's groups from a remote membership source (Microsoft Graph) are kept.
+    access_groups_ttl: float = Field(default=300.0, ge=0, le=86400, alias="CRAG_ACCESS_GROUPS_TTL")
+
     # Each real service's settings in its own model, beside its provider (read from the environment).
     llm: LlmSettings = Field(default_factory=LlmSettings)
     azure_search: AzureSearchSettings = Field(default_factory=AzureSearchSettings)
@@ -128,6 +143,8 @@ class CragSettings(EnvSettings):
     ocr: OcrSettings = Field(default_factory=OcrSettings)
     graph: GraphSettings = Field(default_factory=GraphSettings)
     sharepoint: SharePointSettings = Field(default_factory=SharePointSettings)
+    # OpenTelemetry traces of the turns (crag/tracing_export.py): off unless an exporter is set.
+    tracing: TracingSettings = Field(default_factory=TracingSettings)
 
     @model_validator(mode="before")
     @classmethod
@@ -192,6 +209,13 @@ class CragSettings(EnvSettings):
             if missing:
                 raise ValueError(f"CRAG_SOURCE=sharepoint needs {', '.join(missing)}")
         return self
+
+    @property
+    def access_path(self) -> Path:
+        """The access file: CRAG_ACCESS_FILE, else the documents folder's hidden .access.toml."""
+        if self.access_file:
+            return Path(self.access_file).expanduser()
+        return self.docs_dir.expanduser() / ACCESS_FILE_NAME
 
     @field_validator("search_provider")
     @classmethod

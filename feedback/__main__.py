@@ -1,11 +1,13 @@
 """python -m feedback [--store sqlite|postgres] [--db FILE] export [--format csv|jsonl] [--out FILE]
 python -m feedback [--store sqlite|postgres] [--db FILE] stats [--json] | migrate
+python -m feedback [--store sqlite|postgres] [--db FILE] to-eval [--down] [--refused] --out DIR [--corpus DIR]
 
 Reads the feedback database the bot writes, so it is safe while the bot runs: the SQLite file
 (CRAG_FEEDBACK_DB, default data/feedback.sqlite3, opened read-only) or, with --store postgres or
 CRAG_FEEDBACK_STORE=postgres, the PostgreSQL database of CRAG_POSTGRES_URL (from the environment only:
 a password on the command line would show in the process list). `migrate` brings the schema up to
-date (the bot also does it at start).
+date (the bot also does it at start). `to-eval` turns rated-down and refused answers into an
+evaluation set for `python -m crag.eval` (feedback/to_eval.py). Also `python -m crag.feedback`.
 """
 
 from __future__ import annotations
@@ -145,8 +147,30 @@ def _safe(exc: BaseException) -> str:
     return redact.RedactingFilter(redact.url_secrets(postgres_url())).redact(text)
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m feedback", description=__doc__.split("\n\n")[1])
+def default_docs() -> Path:
+    return Path(os.environ.get("CRAG_DOCS_DIR") or REPO_ROOT / "sample_docs")
+
+
+def to_eval(store: str, db: Path, down: bool, refused: bool, corpus: Path, out: Path) -> str:
+    """Write the evaluation set; returns what was done, in words."""
+    from feedback import to_eval as exporter
+
+    if store == "postgres":
+        flagged = asyncio.run(exporter.read_postgres(postgres_url(), down, refused))
+    else:
+        flagged = exporter.read_sqlite(db, down, refused)
+    chosen = " or ".join(n for n, on in (("rated down", down), ("refused", refused)) if on)
+    if not flagged:
+        return f"no {chosen} answers: nothing written"
+    questions = exporter.export(flagged, corpus, out)
+    return (
+        f"{len(questions)} questions ({len(flagged)} {chosen} answers) written to {out}/questions.jsonl "
+        f"with a copy of {corpus}: write their answers, then run python -m crag.eval {out} --out RUN"
+    )
+
+
+def main(argv: list[str] | None = None, prog: str = "python -m feedback") -> int:
+    parser = argparse.ArgumentParser(prog=prog, description=__doc__.split("\n\n")[1])
     parser.add_argument(
         "--store",
         choices=("sqlite", "postgres"),
@@ -161,10 +185,36 @@ def main(argv: list[str] | None = None) -> int:
     st = commands.add_parser("stats", help="likes and dislikes by branch and by day")
     st.add_argument("--json", action="store_true", help="machine-readable output")
     commands.add_parser("migrate", help="bring the database's schema up to date")
+    ev = commands.add_parser(
+        "to-eval",
+        help="rated-down and refused answers as an evaluation set for python -m crag.eval",
+        description="Without --down or --refused, both.",
+    )
+    ev.add_argument("--down", action="store_true", help="answers rated 👎")
+    ev.add_argument("--refused", action="store_true", help="answers that were the 'cannot answer' text")
+    ev.add_argument("--out", type=Path, required=True, help="new folder for the evaluation set")
+    ev.add_argument(
+        "--corpus",
+        type=Path,
+        default=None,
+        help="documents to copy in (default CRAG_DOCS_DIR, else sample_docs)",
+    )
     args = parser.parse_args(argv)
     try:
         if args.command == "migrate":
             print(migrate(args.store, args.db or default_db()), file=sys.stderr)
+            return 0
+        if args.command == "to-eval":
+            both = not args.down and not args.refused
+            done = to_eval(
+                args.store,
+                args.db or default_db(),
+                args.down or both,
+                args.refused or both,
+                args.corpus or default_docs(),
+                args.out,
+            )
+            print(done, file=sys.stderr)
             return 0
         rows = read_rows(args.store, args.db or default_db())
     except Exception as exc:  # unreachable server, missing file, no schema, bad setting

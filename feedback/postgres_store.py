@@ -415,14 +415,18 @@ async def connect(dsn: str, timeout: float = 10.0) -> asyncpg.Connection:
 
 async def read_rows(dsn: str, columns: list[str]) -> list[dict[str, Any]]:
     """Every rating, oldest first (schema_version 0, i.e. never migrated: none)."""
+    return await fetch_rows(dsn, f"SELECT {', '.join(columns)} FROM answer_feedback ORDER BY id")
+
+
+async def fetch_rows(dsn: str, query: str, *args: object) -> list[dict[str, Any]]:
+    """The rows of a read-only query over the feedback tables (schema_version 0: none to read)."""
     conn = await connect(dsn)
     try:
         if await schema_version(conn) == 0:
             raise FileNotFoundError(
                 f"no feedback schema in {describe_dsn(dsn)} (run: python -m feedback migrate)"
             )
-        records = await conn.fetch(f"SELECT {', '.join(columns)} FROM answer_feedback ORDER BY id")
-        return [as_row(r) for r in records]
+        return [as_row(r) for r in await conn.fetch(query, *args)]
     finally:
         await conn.close()
 

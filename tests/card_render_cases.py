@@ -23,6 +23,7 @@ from pydantic import SecretStr
 from cards.answer_card import badge_key, error_card, thanks_card
 from cards.examples import example_questions
 from cards.welcome_card import welcome_card
+from crag.access import Reader
 from crag.engine import CragEngine
 from crag.eval.dataset import load_dataset
 from crag.eval.fake_serpapi import FakeSerpApi
@@ -95,7 +96,9 @@ class _DeadRetriever:
 
     name = "dead"
 
-    async def search(self, query: str, top_k: int, question: str | None = None) -> list[GradedChunk]:
+    async def search(
+        self, query: str, top_k: int, question: str | None = None, reader: Reader | None = None
+    ) -> list[GradedChunk]:
         raise ConnectionError("index unreachable")
 
 

@@ -4,8 +4,10 @@ Implements index create/update/get/delete (`PUT|GET|DELETE /indexes('NAME')`, `P
 search (`POST /indexes('NAME')/docs/search.post.search`), indexing (`POST .../docs/search.index`) and
 the document count (`GET .../docs/$count`). Search is naive but shaped like the service's: a keyword
 match over the searchable fields, cosine similarity for vector queries, reciprocal-rank fusion for
-hybrid ones, a made-up `@search.rerankerScore` for semantic ones; simple OData filters (eq, ne, gt,
-ge, lt, le, search.in, and, or, not, parentheses), orderby, select, skip and top.
+hybrid ones, a made-up `@search.rerankerScore` for semantic ones; OData filters (eq, ne, gt, ge, lt,
+le, search.in, and, or, not, parentheses, and the collection lambdas `f/any(x: …)`, `f/all(x: …)`,
+`f/any()`) over filterable fields only, applied before ranking and `top` as the service does (and
+for vector queries too: its pre-filter mode); orderby, select, skip and top.
 
 Every request needs the `api-key` header and an `api-version` parameter, and is recorded (method,
 path, query, headers, JSON body) in `requests` so that tests can assert what the SDK sent.
@@ -248,7 +250,7 @@ class FakeAzureSearch:
         key_field = self._key_field(index)
         docs = list(self.documents[name].values())
         if body.get("filter"):
-            predicate = parse_filter(body["filter"])
+            predicate = parse_filter(body["filter"], fields)
             docs = [d for d in docs if predicate(d)]
 
         text = body.get("search")
@@ -431,12 +433,14 @@ def _incompatible_change(old: dict[str, Any], new: dict[str, Any]) -> str | None
 
 # -- OData filters ----------------------------------------------------------------------------
 _TOKEN = re.compile(
-    r"\s*(?:(?P<str>'(?:[^']|'')*')|(?P<num>-?\d+(?:\.\d+)?)|(?P<punct>[(),])|(?P<word>[A-Za-z_][\w.]*))"
+    r"\s*(?:(?P<str>'(?:[^']|'')*')|(?P<num>-?\d+(?:\.\d+)?)|(?P<punct>[(),/:])|(?P<word>[A-Za-z_][\w.]*))"
 )
 Predicate = Callable[[dict[str, Any]], bool]
 
 
-def parse_filter(text: str) -> Predicate:
+def parse_filter(text: str, fields: dict[str, dict[str, Any]] | None = None) -> Predicate:
+    """A predicate over documents for an OData filter. With the index's `fields`, as the service:
+    only filterable fields may be named, and a collection only through any/all."""
     tokens: list[tuple[str, Any]] = []
     pos = 0
     text = text.strip()
@@ -453,7 +457,7 @@ def parse_filter(text: str) -> Predicate:
             tokens.append(("punct", m.group("punct")))
         elif m.group("word") is not None:
             tokens.append(("word", m.group("word")))
-    parser = _FilterParser(tokens)
+    parser = _FilterParser(tokens, fields)
     predicate = parser.expr()
     if parser.i != len(tokens):
         raise ODataError("Unexpected text at the end of the filter.")
@@ -470,9 +474,27 @@ class _FilterParser:
         "le": lambda a, b: a is not None and b is not None and a <= b,
     }
 
-    def __init__(self, tokens: list[tuple[str, Any]]) -> None:
+    def __init__(self, tokens: list[tuple[str, Any]], fields: dict[str, dict[str, Any]] | None) -> None:
         self.tokens = tokens
         self.i = 0
+        self.fields = fields
+        self.variables: set[str] = set()  # lambda range variables in scope
+
+    def check_field(self, name: str, collection: bool = False) -> None:
+        if self.fields is None or name in self.variables:
+            return
+        field = self.fields.get(name)
+        if field is None:
+            raise ODataError(f"Invalid expression: Could not find a property named '{name}'.")
+        if not field.get("filterable"):
+            raise ODataError(f"Invalid expression: '{name}' is not a filterable field.")
+        is_collection = str(field.get("type", "")).startswith("Collection(")
+        if is_collection and not collection:
+            raise ODataError(
+                f"Invalid expression: the collection '{name}' can only be filtered with any/all."
+            )
+        if collection and not is_collection:
+            raise ODataError(f"Invalid expression: any/all apply to collections, and '{name}' is not one.")
 
     def peek(self) -> tuple[str, Any] | None:
         return self.tokens[self.i] if self.i < len(self.tokens) else None
@@ -518,6 +540,9 @@ class _FilterParser:
         field = self.take("word")[1]
         if field.lower() == "search.in":
             return self.search_in()
+        if self.peek() == ("punct", "/"):
+            return self.collection(field)
+        self.check_field(field)
         op = self.take("word")[1].lower()
         if op not in self._OPS:
             raise ODataError(f"Unsupported operator {op!r}.")
@@ -525,9 +550,32 @@ class _FilterParser:
         compare = self._OPS[op]
         return lambda d: bool(compare(d.get(field), value))
 
+    def collection(self, field: str) -> Predicate:
+        """`field/any()` (not empty), `field/any(x: expr)` and `field/all(x: expr)`."""
+        self.take("punct", "/")
+        kind = self.take("word")[1].lower()
+        if kind not in ("any", "all"):
+            raise ODataError(f"Invalid expression: unknown collection operator {kind!r}.")
+        self.check_field(field, collection=True)
+        self.take("punct", "(")
+        if self.peek() == ("punct", ")"):
+            self.take()
+            if kind == "all":
+                raise ODataError("Invalid expression: all needs a lambda expression.")
+            return lambda d: bool(d.get(field))
+        variable = self.take("word")[1]
+        self.take("punct", ":")
+        self.variables.add(variable)
+        inner = self.expr()
+        self.variables.discard(variable)
+        self.take("punct", ")")
+        test = any if kind == "any" else all
+        return lambda d: test(inner({**d, variable: v}) for v in d.get(field) or [])
+
     def search_in(self) -> Predicate:
         self.take("punct", "(")
         field = self.take("word")[1]
+        self.check_field(field)
         self.take("punct", ",")
         values = self.take("str")[1]
         delimiters = " ,"

@@ -45,6 +45,7 @@ class FakeOpenAI:
         self.slow_seconds = 3.0
         self.grade_override: Callable[[str, str], float] | None = None
         self.refuse = False
+        self.judge_reply = '{"fluency": 5, "groundedness": 5, "relevance": 4, "similarity": 3}'
         self.url = ""
         self._runner: web.AppRunner | None = None
 
@@ -165,7 +166,7 @@ class FakeOpenAI:
             first = user.split("<<<", 1)[-1].split(">>>", 1)[0].strip().split("\n")[0]
             return f"{first[:200]} [1]"
         if task == "judge":
-            return '{"groundedness": 5, "relevance": 4, "similarity": 3}'
+            return self.judge_reply
         return "ok"
 
     def _grade(self, question: str, passage: str) -> float:

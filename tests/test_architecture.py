@@ -40,8 +40,17 @@ def arrows(source: str, targets: tuple[str, ...]) -> list[str]:
     )
 
 
+# `python -m crag.feedback` is only a second name for the feedback CLI: it imports the app layer's
+# command and runs it; nothing in the engine imports it.
+CLI_ALIASES = (
+    "crag/feedback/__main__.py -> feedback.__main__",
+    "crag/feedback/__main__.py -> feedback.__main__.main",
+)
+
+
 def test_the_engine_package_imports_no_app_layer() -> None:
-    assert arrows("crag", APP_LAYERS) == []
+    assert [a for a in arrows("crag", APP_LAYERS) if a not in CLI_ALIASES] == []
+    assert not [a for a in arrows("crag", ("crag.feedback",)) if not a.startswith("crag/feedback/")]
 
 
 def test_retrieval_does_not_import_indexing() -> None:

@@ -26,7 +26,7 @@ from crag.models import Chunk
 from crag.protocols import Retriever
 from crag.search.azure import AzureSearchRetriever, SearchUnavailable
 from crag.search.azure_config import AzureSearchConfig
-from tests.fake_azure_search import FakeAzureSearch, parse_filter
+from tests.fake_azure_search import FakeAzureSearch, ODataError, parse_filter
 
 KEY = "s3cret-admin-key-0123456789"
 INDEX = "crag-chunks"
@@ -181,6 +181,7 @@ async def test_index_creation_payload(fake: FakeAzureSearch) -> None:
         "ordinal",
         "content_hash",
         "file_chunks",
+        "allowed",
         "content_vector",
     ]
     assert fields["id"]["key"] is True and fields["id"]["type"] == "Edm.String"
@@ -191,6 +192,8 @@ async def test_index_creation_payload(fake: FakeAzureSearch) -> None:
     assert fields["file"]["filterable"] and not fields["file"]["searchable"]
     assert fields["content_hash"]["filterable"]
     assert fields["ordinal"]["type"] == "Edm.Int32"
+    # Who may read the chunk: filtered with search.in by access trimming.
+    assert fields["allowed"]["type"] == "Collection(Edm.String)" and fields["allowed"]["filterable"]
     vec = fields["content_vector"]
     assert vec["type"] == "Collection(Edm.Single)" and vec["dimensions"] == DIMS
     assert vec["searchable"] is True and vec["retrievable"] is False
@@ -255,7 +258,10 @@ async def test_incompatible_index_change_is_reported(fake: FakeAzureSearch) -> N
 
 async def test_upload_batches_and_documents(fake: FakeAzureSearch) -> None:
     config = await ready(fake)
-    chunks = [chunk(i) for i in range(5)] + [chunk(i, file="it/vpn.md") for i in range(5, 7)]
+    # Readers as the access rules give them: known (the leave file), unknown (vpn).
+    chunks = [chunk(i, allowed=("group-b", "*")) for i in range(5)] + [
+        chunk(i, file="it/vpn.md") for i in range(5, 7)
+    ]
     vectors = [vector(embedding_text(c)) for c in chunks]
     seen: list[tuple[int, int]] = []
     async with AzureSearchIndex(config) as index:
@@ -282,9 +288,11 @@ async def test_upload_batches_and_documents(fake: FakeAzureSearch) -> None:
         "ordinal": 0,
         "content_hash": "h-leave",
         "file_chunks": 5,
+        "allowed": ["group-b", "*"],
         "content_vector": vectors[0],
     }
     assert bodies[2]["value"][0]["file_chunks"] == 2
+    assert bodies[2]["value"][0]["allowed"] == []  # unknown: an empty collection
     assert len(fake.documents[INDEX]) == 7
 
 
@@ -359,6 +367,55 @@ def test_files_filter_and_fake_odata() -> None:
     assert parse_filter("search.in(file, 'a.md|b c.md', '|')")(doc)
     assert parse_filter("(file eq 'a.md' or n ge 3) and id gt 'k4' and not (id eq 'k9')")(doc)
     assert not parse_filter("search.in(file, 'a.md,b')")(doc)
+
+
+def test_the_fake_filters_collections_as_the_service_does() -> None:
+    fields = {
+        "id": {"name": "id", "type": "Edm.String", "filterable": True},
+        "content": {"name": "content", "type": "Edm.String", "filterable": False},
+        "allowed": {"name": "allowed", "type": "Collection(Edm.String)", "filterable": True},
+    }
+    readable = "allowed/any(p: search.in(p, '*,u-1,group-a', ','))"
+    assert parse_filter(readable, fields)({"allowed": ["group-b", "group-a"]})
+    assert not parse_filter(readable, fields)({"allowed": ["group-b"]})
+    assert not parse_filter(readable, fields)({"allowed": []}) and not parse_filter(readable, fields)({})
+    unknown_too = f"({readable} or not allowed/any())"
+    assert parse_filter(unknown_too, fields)({"allowed": None})
+    assert not parse_filter(unknown_too, fields)({"allowed": ["!nobody"]})
+    assert parse_filter("allowed/all(p: p ne 'x')", fields)({"allowed": ["a", "b"]})
+    # What the service refuses (HTTP 400 through the fake's routes): a field that is not filterable
+    # or does not exist, a collection compared without any/all, any/all on a plain field.
+    for bad in (
+        "content eq 'x'",
+        "missing eq 'x'",
+        "allowed eq 'x'",
+        "search.in(allowed, 'a,b', ',')",
+        "id/any(p: p eq 'x')",
+        "allowed/all()",
+    ):
+        with pytest.raises(ODataError):
+            parse_filter(bad, fields)
+
+
+async def test_a_reader_filters_in_the_service_before_top(fake: FakeAzureSearch) -> None:
+    config = await ready(fake, mode="hybrid", filter="file ne 'finance/expenses.md'")
+    seed(fake, [{**DOCS[0], "allowed": ["group-b"]}, {**DOCS[1], "allowed": ["*"]}, DOCS[2]])
+    reader = frozenset({"*", "u-1", "group-a"})
+    async with AzureSearchRetriever(config, FakeEmbedder()) as retriever:
+        query = DOCS[0]["content"]  # a1's own words (and vector): first in both rankings
+        hits = await retriever.search(query, 1, reader=reader)
+        unfiltered = await retriever.search(query, 1)
+    body = fake.search_bodies()[0]
+    # The configured filter and the reader's, in the one request; vector queries filtered first.
+    assert body["filter"] == (
+        "(file ne 'finance/expenses.md') and (allowed/any(p: search.in(p, '*,group-a,u-1', ',')))"
+    )
+    assert body["vectorFilterMode"] == "preFilter" and body["top"] == 1
+    assert "allowed" in body["select"]
+    # a1 ranks first but only group-b may read it: top 1 is then the next readable chunk.
+    assert [h.chunk.id for h in unfiltered] == ["a1"]
+    assert [h.chunk.id for h in hits] == ["b1"] and hits[0].chunk.allowed == ("*",)
+    assert "vectorFilterMode" not in fake.search_bodies()[1]  # no reader: the request as before
 
 
 async def test_sync_chunks_is_incremental(fake: FakeAzureSearch) -> None:

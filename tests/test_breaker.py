@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from crag.access import Reader
 from crag.breaker import CircuitBreaker
 from crag.engine import CragEngine
 from crag.factory import build_engine, open_local_index
@@ -33,7 +34,9 @@ class _DeadRetriever:
     def __init__(self) -> None:
         self.calls = 0
 
-    async def search(self, query: str, top_k: int, question: str | None = None) -> list[GradedChunk]:
+    async def search(
+        self, query: str, top_k: int, question: str | None = None, reader: Reader | None = None
+    ) -> list[GradedChunk]:
         self.calls += 1
         raise ConnectionError("index unreachable")
 

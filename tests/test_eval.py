@@ -21,6 +21,10 @@ REQUIRED = [
     "retrieval.recall_at_5",
     "retrieval.recall_at_10",
     "retrieval.mrr_at_10",
+    "retrieval.precision_at_3",
+    "retrieval.precision_at_5",
+    "retrieval.ndcg_at_3",
+    "retrieval.ndcg_at_5",
     "retrieval.answer_recall_at_5",
     "retrieval.answer_recall_at_5_body",
     "routing.accuracy",
@@ -64,7 +68,8 @@ def test_eval_cli_on_smoke_set(tmp_path: Path) -> None:
     assert any(u.startswith("https://ja.wikipedia.org/") for r in web_rows for u in r["urls"])
     report = (out / "report.md").read_text("utf-8")
     assert "routing.accuracy" in report and "Threshold sweep" in report
-    for png in ("grades.png", "routing.png", "latency.png"):
+    assert "## Per question" in report and "![per question](questions.png)" in report
+    for png in ("grades.png", "routing.png", "latency.png", "questions.png"):
         assert (out / png).read_bytes().startswith(b"\x89PNG")
     assert "routing.accuracy" in proc.stdout and "sweep: best" in proc.stdout
 

@@ -212,11 +212,36 @@ async def test_eval_adds_judge_metrics_with_an_llm(fake: FakeOpenAI, tmp_path: P
         pytest.skip(f"shared evaluation data not found at {smoke}")
     settings = CragSettings(**_openai_env(fake, OPENAI_EMBEDDING_MODEL="emb-x"))
     metrics, _ = await evaluate(load_dataset(smoke), tmp_path / "out", settings, limit=3)
-    assert metrics["judge.groundedness"] == 5.0
+    assert metrics["judge.groundedness"] == 5.0 and metrics["judge.fluency"] == 5.0
     assert metrics["judge.relevance"] == 4.0 and metrics["judge.similarity"] == 3.0
     assert -1.0 <= metrics["judge.cosine"] <= 1.0
     assert len(fake.chats("judge")) == 3
     assert [r for r in fake.requests if r["kind"] == "embeddings"]
+
+
+async def test_the_fluency_judge_beside_the_others(fake: FakeOpenAI) -> None:
+    from crag.eval.judges import JUDGE, LlmJudge
+    from crag.llm.client import LlmClient
+    from crag.models import CragResult
+
+    llm = LlmClient.from_settings(CragSettings(**_openai_env(fake)).llm)
+    assert llm is not None
+    result = CragResult(question="What is it?", language="en", branch=Branch.CORRECT, answer="It is 42.")
+    try:
+        fake.judge_reply = 'Sure: {"fluency": 2, "groundedness": 9, "relevance": 4, "similarity": 1}'
+        # Out of the 1-5 scale (groundedness 9) is dropped, not clamped.
+        assert await LlmJudge(llm).judge(result, ["42"]) == {
+            "judge.fluency": 2.0,
+            "judge.relevance": 4.0,
+            "judge.similarity": 1.0,
+        }
+        # No gold answer yet (a set exported from feedback): no similarity to speak of.
+        assert await LlmJudge(llm).judge(result, []) == {"judge.fluency": 2.0, "judge.relevance": 4.0}
+    finally:
+        await llm.close()
+    asked = fake.chats("judge")
+    assert len(asked) == 2 and "fluency" in JUDGE
+    assert "Reference answer: (none)" in asked[1]["body"]["messages"][-1]["content"]
 
 
 def test_the_stream_shows_the_answer_and_never_the_follow_up_suggestions() -> None:

@@ -36,14 +36,25 @@ GOOD = {
 }
 
 
+async def one_search(url: str, timeout_s: float, query: str, num: int) -> Any:
+    client = SerpApiSearch(SecretStr(SECRET), url, timeout_s=timeout_s)
+    try:
+        return await client.search(query, num)
+    finally:
+        await client.close()
+
+
 class Server:
     def __init__(self, handler: Handler) -> None:
         self.handler = handler
         self.requests: list[dict[str, str]] = []
+        self.peers: list[str] = []  # the client's address and port of each request
         self.url = ""
 
     async def _serve(self, request: web.Request) -> web.StreamResponse:
         self.requests.append(dict(request.query))
+        peer = request.transport.get_extra_info("peername") if request.transport else None
+        self.peers.append(str(peer))
         return await self.handler(request)
 
 
@@ -73,7 +84,7 @@ def _json(body: Any, status: int = 200) -> Handler:
 
 async def test_success_uses_answer_box_organic_and_related(serve: Any) -> None:
     server = await serve(_json(GOOD))
-    outcome = await SerpApiSearch(SecretStr(SECRET), server.url, timeout_s=3).search("東京 天気", 5)
+    outcome = await one_search(server.url, 3, "東京 天気", 5)
     assert outcome.status is WebStatus.OK
     assert [(r.kind, r.url) for r in outcome.results] == [
         ("answer_box", "https://weather.example/tokyo"),
@@ -89,14 +100,14 @@ async def test_success_uses_answer_box_organic_and_related(serve: Any) -> None:
 
 async def test_error_body_is_a_failed_search(serve: Any, caplog: pytest.LogCaptureFixture) -> None:
     server = await serve(_json({"error": "Invalid API key. Your API key should be here: ..."}, status=401))
-    outcome = await SerpApiSearch(SecretStr(SECRET), server.url, timeout_s=3).search("q", 5)
+    outcome = await one_search(server.url, 3, "q", 5)
     assert outcome.status is WebStatus.FAILED and outcome.results == []
     assert "Invalid API key" in caplog.text and SECRET not in caplog.text
 
 
 async def test_no_results_error_is_an_empty_success(serve: Any) -> None:
     server = await serve(_json({"error": "Google hasn't returned any results for this query."}))
-    outcome = await SerpApiSearch(SecretStr(SECRET), server.url, timeout_s=3).search("zzzz", 5)
+    outcome = await one_search(server.url, 3, "zzzz", 5)
     assert outcome.status is WebStatus.OK and outcome.results == []
 
 
@@ -105,7 +116,7 @@ async def test_http_500_is_a_failed_search(serve: Any, caplog: pytest.LogCapture
         return web.Response(status=500, text="<html>Internal Server Error</html>")
 
     server = await serve(boom)
-    outcome = await SerpApiSearch(SecretStr(SECRET), server.url, timeout_s=3).search("q", 5)
+    outcome = await one_search(server.url, 3, "q", 5)
     assert outcome.status is WebStatus.FAILED and "500" in outcome.message
     assert SECRET not in caplog.text
 
@@ -120,7 +131,7 @@ async def test_timeout_is_a_failed_search_and_never_leaks_the_key(
     caplog.set_level(logging.DEBUG)
     server = await serve(slow)
     started = asyncio.get_running_loop().time()
-    outcome = await SerpApiSearch(SecretStr(SECRET), server.url, timeout_s=0.5).search("q", 5)
+    outcome = await one_search(server.url, 0.5, "q", 5)
     elapsed = asyncio.get_running_loop().time() - started
     assert outcome.status is WebStatus.FAILED
     assert elapsed < 2.5  # the client's timeout is in seconds, not the default 60000
@@ -129,6 +140,23 @@ async def test_timeout_is_a_failed_search_and_never_leaks_the_key(
 
 async def test_unreachable_server_is_a_failed_search(caplog: pytest.LogCaptureFixture) -> None:
     caplog.set_level(logging.DEBUG)
-    outcome = await SerpApiSearch(SecretStr(SECRET), "http://127.0.0.1:9", timeout_s=1).search("q", 5)
+    outcome = await one_search("http://127.0.0.1:9", 1, "q", 5)
     assert outcome.status is WebStatus.FAILED
     assert SECRET not in caplog.text
+
+
+async def test_searches_reuse_one_connection(serve: Any) -> None:
+    # The google-search-results client opened a connection (a TLS handshake with serpapi.com) for
+    # every search; the session keeps it.
+    async def good(_request: web.Request) -> web.Response:
+        return web.json_response(GOOD)
+
+    server = await serve(good)
+    client = SerpApiSearch(SecretStr(SECRET), server.url, timeout_s=3)
+    try:
+        outcomes = [await client.search(f"q{i}", 5) for i in range(3)]
+    finally:
+        await client.close()
+    assert all(o.status is WebStatus.OK for o in outcomes)
+    assert len(server.peers) == 3 and len(set(server.peers)) == 1
+    assert server.requests[0]["output"] == "json" and server.requests[0]["engine"] == "google"

@@ -23,6 +23,7 @@ from feedback.protocol import Feedback
 from replies.teams_message import answer_reply
 from support.logsafe import esc
 from texts import Lang, language_of, t
+from turn.asker import Asker
 from turn.commands import Command, classify, command_text
 from turn.streaming import TeamsStreamer, can_stream
 
@@ -30,7 +31,11 @@ log = logging.getLogger(__name__)
 
 
 class LinkSigner(Protocol):
-    def sign_result(self, result: CragResult) -> CragResult: ...
+    def sign_result(self, result: CragResult, user: str = "") -> CragResult: ...
+
+
+class AskerSource(Protocol):
+    async def asker(self, activity: Activity) -> Asker: ...
 
 
 class TurnDeps(Protocol):
@@ -40,6 +45,7 @@ class TurnDeps(Protocol):
     handle: EngineHandle  # the engine, once its index is open
     feedback: Feedback
     links: LinkSigner
+    askers: AskerSource  # who asks: the reader answers are trimmed to (turn/asker.py)
 
 
 def user_language(context: TurnContext, text: str = "") -> Lang:
@@ -68,6 +74,16 @@ async def handle_message(context: TurnContext, deps: TurnDeps, history: StatePro
     await context.send_activity(MessageFactory.text(reply))
 
 
+def turn_attributes(activity: Activity) -> dict[str, str]:
+    """What the trace of a turn says about where it came from: the channel and the kind of
+    conversation (no ids, no names)."""
+    conversation = activity.conversation
+    return {
+        "crag.channel": activity.channel_id or "",
+        "crag.conversation_type": (conversation.conversation_type if conversation else None) or "",
+    }
+
+
 async def answer(context: TurnContext, deps: TurnDeps, history: StatePropertyAccessor, question: str) -> None:
     engine = deps.handle.engine
     assert engine is not None  # handle_message checked
@@ -79,11 +95,14 @@ async def answer(context: TurnContext, deps: TurnDeps, history: StatePropertyAcc
     else:
         await context.send_activity(Activity(type=ActivityTypes.typing))
     stored: list[dict[str, Any]] = await history.get(context, list) or []
+    asker = await deps.askers.asker(activity)
     result = await engine.run(
         question,
         [Turn.model_validate(h) for h in stored],
         on_stage=streamer.on_stage if streamer else None,
         on_text=streamer.on_text if streamer else None,
+        reader=asker.reader,
+        attributes=turn_attributes(activity),
     )
     log.info(
         "answered branch=%s kept=%d cited=%s queries=%d total_ms=%.1f llm_calls=%d llm_tokens=%d notices=%s",
@@ -97,7 +116,8 @@ async def answer(context: TurnContext, deps: TurnDeps, history: StatePropertyAcc
         result.notices,
     )
     # Links to documents served by the bot are signed per card when it is on the internet.
-    result = deps.links.sign_result(result)
+    # With access trimming they name the asker, so that /docs/ serves them only while they may read.
+    result = deps.links.sign_result(result, asker.link_user)
     reply = answer_reply(result, activity.channel_id or "", show_scores=settings.card_scores)
     try:
         await deps.feedback.record_answer(

@@ -1,8 +1,10 @@
 """python -m crag.eval DATASET_DIR --out OUT_DIR [--limit N] [--sweep]
+python -m crag.eval compare RUN_A RUN_B [--out FILE]
 
 Builds a fresh index from DATASET_DIR/corpus, serves DATASET_DIR/web_fixtures.jsonl from a fake
 SerpAPI on 127.0.0.1, runs every question through the bot's engine and writes results.jsonl,
-metrics.json and report.md (with PNG plots) to OUT_DIR.
+metrics.json and report.md (with PNG plots) to OUT_DIR. `compare` lists what got better and worse
+from one such run to another, question by question (crag/eval/compare.py), and writes compare.md.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from pathlib import Path
 
 from tqdm import tqdm
 
+from crag.eval.compare import RunError, as_markdown, as_text, compare_runs
 from crag.eval.dataset import load_dataset
 from crag.eval.metrics import sweep
 from crag.eval.report import kind_table, write_report
@@ -27,8 +30,39 @@ SWEEP_UPPER = [round(0.5 + 0.05 * i, 2) for i in range(10)] + [0.97, 0.98, 0.99]
 SWEEP_LOWER = [round(0.1 + 0.05 * i, 2) for i in range(13)]  # 0.10 .. 0.70
 
 
+def compare(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m crag.eval compare", description="What got better and worse from RUN_A to RUN_B."
+    )
+    parser.add_argument("run_a", type=Path, help="the earlier run's output folder (with results.jsonl)")
+    parser.add_argument("run_b", type=Path, help="the later run's output folder")
+    parser.add_argument("--out", type=Path, default=None, help="Markdown file (default RUN_B/compare.md)")
+    args = parser.parse_args(argv)
+    try:
+        comparison = compare_runs(args.run_a, args.run_b)
+    except RunError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    out = args.out or args.run_b / "compare.md"
+    try:
+        out.write_text(as_markdown(comparison), "utf-8")
+    except OSError as exc:
+        print(f"error: cannot write {out}: {exc.strerror}", file=sys.stderr)
+        return 2
+    print(as_text(comparison), end="")
+    print(f"written: {out}")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m crag.eval", description=__doc__.split("\n\n")[1])
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["compare"]:
+        return compare(argv[1:])
+    parser = argparse.ArgumentParser(
+        prog="python -m crag.eval",
+        description=__doc__.split("\n\n")[1],
+        epilog="python -m crag.eval compare RUN_A RUN_B: what got better and worse between two runs",
+    )
     parser.add_argument("dataset", type=Path, help="folder with corpus/, questions.jsonl, web_fixtures.jsonl")
     parser.add_argument("--out", type=Path, required=True, help="output folder (index, results, report)")
     parser.add_argument("--limit", type=int, default=None, help="evaluate only the first N questions")

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import shutil
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Literal
 
@@ -62,3 +64,60 @@ def load_dataset(root: Path) -> Dataset:
 
 def _lines(path: Path) -> list[str]:
     return [line for line in path.read_text("utf-8").splitlines() if line.strip()]
+
+
+EXPORT_TODO = (
+    "write answers (short strings the right answer contains) and gold_file; if the documents should "
+    "not answer it, set in_corpus to false and expected_branch to incorrect; then delete this todo"
+)
+
+_EXPORT_README = """# Evaluation set from feedback
+
+Questions users rated down or the bot refused, exported by `python -m feedback to-eval`
+(`python -m crag.feedback to-eval`). Each question of questions.jsonl has no gold answer yet: its
+`review` holds what the bot answered each time (branch, cited files, web links, the raters'
+comments) and a `todo` for the reviewer. Until `answers` are written, `python -m crag.eval` runs
+these questions for routing, retrieval of the cited documents is not scored and answers are not
+checked.
+
+corpus/ is a copy of the documents folder at export time: add the document that was missing, or fix
+the one that was wrong, and run `python -m crag.eval` on this folder before and after to measure the
+fix (`python -m crag.eval compare RUN_BEFORE RUN_AFTER`). web_fixtures.jsonl has no recorded results:
+the web finds nothing here, so the runs measure what the documents answer.
+"""
+
+
+def write_dataset(root: Path, questions: Sequence[dict[str, Any]], corpus: Path) -> None:
+    """A dataset folder (corpus/ copied from `corpus`, questions.jsonl, web_fixtures.jsonl with no
+    recorded results, README.md) that load_dataset reads. Refuses to overwrite another set."""
+    if (root / "questions.jsonl").exists():
+        raise FileExistsError(
+            f"{root} already holds an evaluation set (questions.jsonl); choose another folder"
+        )
+    if not corpus.is_dir():
+        raise FileNotFoundError(f"documents folder not found: {corpus}")
+    for row in questions:
+        Question.model_validate(row)  # every row loads as the evaluation reads it
+    root.mkdir(parents=True, exist_ok=True)
+    # Links stay links: the index applies the same rules to them as to the original folder.
+    shutil.copytree(corpus, root / "corpus", symlinks=True, ignore=shutil.ignore_patterns(".*", "~$*"))
+    (root / "questions.jsonl").write_text(
+        "".join(json.dumps(q, ensure_ascii=False) + "\n" for q in questions), "utf-8"
+    )
+    fixtures = [
+        {
+            "query_id": q["id"],
+            "question": q["question"],
+            "serpapi": {
+                "search_metadata": {"id": f"fixture-{q['id']}", "status": "Success"},
+                "search_parameters": {"engine": "google", "q": q["question"]},
+                "organic_results": [],
+                "related_questions": [],
+            },
+        }
+        for q in questions
+    ]
+    (root / "web_fixtures.jsonl").write_text(
+        "".join(json.dumps(f, ensure_ascii=False) + "\n" for f in fixtures), "utf-8"
+    )
+    (root / "README.md").write_text(_EXPORT_README, "utf-8")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import re
 import statistics
 import unicodedata
@@ -17,6 +18,7 @@ _SPACE = re.compile(r"\s+")
 class Record(BaseModel):
     """What the metrics need to know about one answered question."""
 
+    id: str = ""  # the dataset's question id (the heatmap's rows, compare's key)
     in_corpus: bool
     expected_branch: str
     gold_file: str | None
@@ -34,10 +36,17 @@ class Record(BaseModel):
     gold_files: list[str] = []  # every file holding a part of the answer (empty: gold_file alone)
     answers_all: list[list[str]] | None = None  # multi-part: one group of variants per part
     missing_parts: list[str] = []  # parts of the question no passage answered (routing input)
+    judged: dict[str, float] = {}  # judge.<name> -> this answer's score (with an LLM configured)
 
     @property
     def golds(self) -> list[str]:
         return self.gold_files or ([self.gold_file] if self.gold_file else [])
+
+    @property
+    def has_gold(self) -> bool:
+        """A gold answer to check against. A question exported from feedback has none until a
+        reviewer writes it: it counts in routing and latency, not in the answer metrics."""
+        return bool(self.answers or self.answers_all)
 
     @property
     def answered(self) -> bool:
@@ -49,8 +58,10 @@ class Record(BaseModel):
     @property
     def confidently_wrong(self) -> bool:
         """Answered from documents alone (the green badge) with a wrong or missing fact, or on a
-        question the documents cannot answer."""
-        return self.branch == "correct" and (not self.in_corpus or not self.answered)
+        question the documents cannot answer. Unknown (False) while the gold answer is not written."""
+        if self.branch != "correct":
+            return False
+        return not self.in_corpus or (self.has_gold and not self.answered)
 
 
 def normalize(text: str) -> str:
@@ -62,23 +73,58 @@ def contains_any(text: str, answers: Sequence[str]) -> bool:
     return any(normalize(a) and normalize(a) in haystack for a in answers)
 
 
+def _ranked(records: Sequence[Record]) -> list[Record]:
+    """The questions retrieval is scored on: answerable from the corpus, with a gold file named."""
+    return [r for r in records if r.in_corpus and r.golds]
+
+
 def recall_at(records: Sequence[Record], k: int) -> float:
-    rows = [r for r in records if r.in_corpus]
-    return _mean([any(g in r.retrieved_files[:k] for g in r.golds) for r in rows])
+    return _mean([hit_at(r, k) for r in _ranked(records)])
 
 
 def mrr_at(records: Sequence[Record], k: int) -> float:
-    rows = [r for r in records if r.in_corpus]
-    ranks = []
-    for r in rows:
-        top = r.retrieved_files[:k]
-        found = [top.index(g) for g in r.golds if g in top]
-        ranks.append(1.0 / (min(found) + 1) if found else 0.0)
-    return _mean(ranks)
+    return _mean([reciprocal_rank(r, k) for r in _ranked(records)])
+
+
+def precision_at(records: Sequence[Record], k: int) -> float:
+    """Share of the top k retrieved passages that come from a gold file (seed 003's precision@k;
+    passages, as the grader sees them: a gold file's second passage counts again)."""
+    return _mean([passage_precision(r, k) for r in _ranked(records)])
+
+
+def ndcg_at(records: Sequence[Record], k: int) -> float:
+    return _mean([ndcg(r, k) for r in _ranked(records)])
+
+
+def hit_at(r: Record, k: int) -> bool:
+    return any(g in r.retrieved_files[:k] for g in r.golds)
+
+
+def reciprocal_rank(r: Record, k: int) -> float:
+    top = r.retrieved_files[:k]
+    found = [top.index(g) for g in r.golds if g in top]
+    return 1.0 / (min(found) + 1) if found else 0.0
+
+
+def passage_precision(r: Record, k: int) -> float:
+    return sum(f in r.golds for f in r.retrieved_files[:k]) / k
+
+
+def ndcg(r: Record, k: int) -> float:
+    """nDCG@k with binary relevance (a passage of a gold file is relevant). The ideal ranking is the
+    retrieved passages with the relevant ones first, as in seed 003: how many passages of the corpus
+    are relevant is not known, only which of those found are."""
+    relevance = [1.0 if f in r.golds else 0.0 for f in r.retrieved_files]
+    ideal = _dcg(sorted(relevance, reverse=True)[:k])
+    return _dcg(relevance[:k]) / ideal if ideal else 0.0
+
+
+def _dcg(relevance: Sequence[float]) -> float:
+    return sum(rel / math.log2(i + 2) for i, rel in enumerate(relevance))
 
 
 def answer_recall_at(records: Sequence[Record], k: int, body_only: bool = False) -> float:
-    rows = [r for r in records if r.in_corpus]
+    rows = [r for r in records if r.in_corpus and r.has_gold]
     return _mean(
         [
             any(
@@ -102,15 +148,22 @@ def percentile(values: Sequence[float], q: float) -> float:
 def compute_metrics(records: Sequence[Record]) -> dict[str, float]:
     inside = [r for r in records if r.in_corpus]
     withheld = [r for r in records if not r.in_corpus]
+    checkable = [r for r in inside if r.has_gold]
     latencies = [r.latency_ms for r in records]
     return {
         "questions": len(records),
         "in_corpus": len(inside),
         "withheld": len(withheld),
+        # In the corpus, yet no gold answer to check (a set exported from feedback, before review).
+        "questions_without_gold": len(inside) - len(checkable),
         "retrieval.recall_at_1": recall_at(records, 1),
         "retrieval.recall_at_5": recall_at(records, 5),
         "retrieval.recall_at_10": recall_at(records, 10),
         "retrieval.mrr_at_10": mrr_at(records, 10),
+        "retrieval.precision_at_3": precision_at(records, 3),
+        "retrieval.precision_at_5": precision_at(records, 5),
+        "retrieval.ndcg_at_3": ndcg_at(records, 3),
+        "retrieval.ndcg_at_5": ndcg_at(records, 5),
         "retrieval.answer_recall_at_5": answer_recall_at(records, 5),
         # Answers that only the heading names (a document's title is often the answer to "what is
         # this called?") count above, as the heading is part of the chunk; here they do not.
@@ -122,11 +175,11 @@ def compute_metrics(records: Sequence[Record]) -> dict[str, float]:
         "routing.in_corpus_internal": _mean(
             [
                 r.branch in ("correct", "ambiguous") and any(g in r.cited_files for g in r.golds)
-                for r in inside
+                for r in _ranked(records)
             ]
         ),
         "routing.withheld_web": _mean([r.branch in ("ambiguous", "incorrect") for r in withheld]),
-        "answer.in_corpus_contains_gold": _mean([r.answered for r in inside]),
+        "answer.in_corpus_contains_gold": _mean([r.answered for r in checkable]),
         "answer.withheld_contains_gold": _mean([r.answered for r in withheld]),
         # Share of all questions answered from documents alone with a wrong or missing fact: the
         # failure an employee trusts most and forgives least.
@@ -143,6 +196,9 @@ KIND_METRICS = (
     "questions",
     "routing.accuracy",
     "retrieval.recall_at_5",
+    "retrieval.precision_at_5",
+    "retrieval.ndcg_at_5",
+    "retrieval.mrr_at_10",
     "answer.contains_gold",
     "answer.from_documents",
     "answer.confidently_wrong",
@@ -150,22 +206,61 @@ KIND_METRICS = (
 
 
 def by_kind(records: Sequence[Record]) -> dict[str, float]:
-    """`by_kind.<kind>.<metric>` for datasets whose questions carry a kind (DESIGN §5)."""
+    """`by_kind.<kind>.<metric>` for datasets whose questions carry a kind (DESIGN §5), the judges'
+    means included when they ran."""
     out: dict[str, float] = {}
     for kind in sorted({r.kind for r in records if r.kind}):
         rows = [r for r in records if r.kind == kind]
-        inside = [r for r in rows if r.in_corpus]
         values: dict[str, float] = {
             "questions": len(rows),
             "routing.accuracy": _mean([r.branch == r.expected_branch for r in rows]),
             "answer.from_documents": _mean([r.branch == "correct" for r in rows]),
             "answer.confidently_wrong": _mean([r.confidently_wrong for r in rows]),
         }
-        if inside:
-            values["retrieval.recall_at_5"] = recall_at(inside, 5)
-            values["answer.contains_gold"] = _mean([r.answered for r in inside])
+        if _ranked(rows):
+            values["retrieval.recall_at_5"] = recall_at(rows, 5)
+            values["retrieval.precision_at_5"] = precision_at(rows, 5)
+            values["retrieval.ndcg_at_5"] = ndcg_at(rows, 5)
+            values["retrieval.mrr_at_10"] = mrr_at(rows, 10)
+        checkable = [r for r in rows if r.in_corpus and r.has_gold]
+        if checkable:
+            values["answer.contains_gold"] = _mean([r.answered for r in checkable])
         out.update({f"by_kind.{kind}.{m}": values[m] for m in KIND_METRICS if m in values})
+        for judge in sorted({key for r in rows for key in r.judged}):
+            scores = [r.judged[judge] for r in rows if judge in r.judged]
+            out[f"by_kind.{kind}.{judge}"] = statistics.fmean(scores)
     return out
+
+
+# One question's scores for the heatmap, each in 0..1 with 1 best; NaN where it does not apply.
+QUESTION_METRICS = (
+    "contains gold",
+    "routing right",
+    "not confidently wrong",
+    "recall@5",
+    "precision@5",
+    "nDCG@5",
+    "MRR@10",
+)
+
+
+def question_scores(r: Record) -> dict[str, float]:
+    nan = math.nan
+    ranked = r.in_corpus and bool(r.golds)
+    scores = {
+        "contains gold": float(r.answered) if r.has_gold else nan,
+        "routing right": float(r.branch == r.expected_branch),
+        "not confidently wrong": 0.0 if r.confidently_wrong else 1.0,
+        "recall@5": float(hit_at(r, 5)) if ranked else nan,
+        "precision@5": passage_precision(r, 5) if ranked else nan,
+        "nDCG@5": ndcg(r, 5) if ranked else nan,
+        "MRR@10": reciprocal_rank(r, 10) if ranked else nan,
+    }
+    for key, value in sorted(r.judged.items()):
+        # Judges rate 1-5; cosine similarity is already 0..1 for these embeddings (clamped).
+        name = key.removeprefix("judge.")
+        scores[name] = (value - 1) / 4 if key != "judge.cosine" else min(1.0, max(0.0, value))
+    return scores
 
 
 def branch_for(scores: Sequence[float], upper: float, lower: float, missing_parts: Sequence[str] = ()) -> str:

@@ -1,7 +1,10 @@
-"""report.md with plots (PNG): grade distribution by expected branch, routing confusion, latency."""
+"""report.md with plots (PNG): grade distribution by expected branch, routing confusion, latency,
+and a question x metric heatmap that shows the hard questions at a glance (seed 002)."""
 
 from __future__ import annotations
 
+import math
+import statistics
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -11,7 +14,7 @@ matplotlib.use("Agg")  # files only: no display on servers and CI
 
 import matplotlib.pyplot as plt
 
-from crag.eval.metrics import KIND_METRICS, Record
+from crag.eval.metrics import KIND_METRICS, Record, question_scores
 
 BRANCHES = ("correct", "ambiguous", "incorrect")
 
@@ -69,6 +72,58 @@ def plot_latency(records: Sequence[Record], path: Path) -> None:
     plt.close(fig)
 
 
+HEATMAP_ROWS = 200  # beyond this many questions the heatmap shows the hardest ones
+
+
+def hardest_first(records: Sequence[Record]) -> list[tuple[Record, dict[str, float]]]:
+    """Each question with its scores, the lowest mean score (over the metrics that apply) first."""
+    scored = [(r, question_scores(r)) for r in records]
+    return sorted(scored, key=lambda pair: _mean_score(pair[1]))
+
+
+def _mean_score(scores: dict[str, float]) -> float:
+    values = [v for v in scores.values() if not math.isnan(v)]
+    return statistics.fmean(values) if values else 0.0
+
+
+def plot_question_heatmap(records: Sequence[Record], path: Path) -> list[str]:
+    """Questions (rows, hardest first) x metrics (columns), 0 red to 1 green, grey where a metric
+    does not apply (no gold file for retrieval, no gold answer, no judge). Returns the columns."""
+    rows = hardest_first(records)[:HEATMAP_ROWS]
+    columns = list(dict.fromkeys(name for _, scores in rows for name in scores))
+    values = [[scores.get(c, math.nan) for c in columns] for _, scores in rows]
+    cmap = matplotlib.colormaps["RdYlGn"].with_extremes(bad="#d9d9d9")
+    fig, ax = plt.subplots(figsize=(1.2 + 0.75 * len(columns), 1.4 + 0.2 * len(rows)))
+    ax.imshow(values or [[math.nan]], cmap=cmap, vmin=0.0, vmax=1.0, aspect="auto", interpolation="none")
+    ax.set_xticks(range(len(columns)), columns, rotation=40, ha="right", fontsize=8)
+    labels = [f"{r.id or i + 1}" + (f" ({r.kind})" if r.kind else "") for i, (r, _) in enumerate(rows)]
+    ax.set_yticks(range(len(rows)), labels, fontsize=6 if len(rows) > 40 else 8)
+    ax.set_title(
+        "Per question (hardest first)"
+        + (f", {len(rows)} of {len(records)}" if len(records) > len(rows) else "")
+    )
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return columns
+
+
+def hardest_table(records: Sequence[Record], n: int = 10) -> list[str]:
+    rows = hardest_first(records)[:n]
+    if not rows:
+        return []
+    return [
+        "| id | kind | expected | got | mean score | low on |",
+        "|---|---|---|---|---|---|",
+        *(
+            f"| {r.id} | {r.kind or ''} | {r.expected_branch} | {r.branch} | {_mean_score(scores):.2f} | "
+            f"{', '.join(k for k, v in scores.items() if not math.isnan(v) and v < 0.5) or '–'} |"
+            for r, scores in rows
+        ),
+        "",
+    ]
+
+
 def write_report(
     out_dir: Path,
     name: str,
@@ -82,6 +137,7 @@ def write_report(
     plot_grades(records, upper, lower, out_dir / "grades.png")
     plot_confusion(records, out_dir / "routing.png")
     plot_latency(records, out_dir / "latency.png")
+    plot_question_heatmap(records, out_dir / "questions.png")
     lines = [
         f"# Evaluation: {name}",
         "",
@@ -111,6 +167,14 @@ def write_report(
         "## Latency",
         "",
         "![latency](latency.png)",
+        "",
+        "## Per question",
+        "",
+        "Each question's scores (0 red, 1 green; grey: does not apply), hardest first. Judges' 1-5 "
+        "scores are shown as (score - 1) / 4. The ten hardest:",
+        "",
+        *hardest_table(records),
+        "![per question](questions.png)",
         "",
     ]
     if sweep_rows:
@@ -145,22 +209,36 @@ def write_report(
     return path
 
 
-_KIND_HEADERS = ("questions", "routing", "recall@5", "contains gold", "from documents", "confidently wrong")
+_KIND_HEADERS = {
+    "questions": "questions",
+    "routing.accuracy": "routing",
+    "retrieval.recall_at_5": "recall@5",
+    "retrieval.precision_at_5": "precision@5",
+    "retrieval.ndcg_at_5": "nDCG@5",
+    "retrieval.mrr_at_10": "MRR@10",
+    "answer.contains_gold": "contains gold",
+    "answer.from_documents": "from documents",
+    "answer.confidently_wrong": "confidently wrong",
+}
 
 
 def kind_table(metrics: dict[str, float]) -> list[str]:
-    """The by_kind.<kind>.<metric> values as a Markdown table (no lines when there are none)."""
-    kinds = list(dict.fromkeys(k.split(".")[1] for k in metrics if k.startswith("by_kind.")))
+    """The by_kind.<kind>.<metric> values as a Markdown table (no lines when there are none), the
+    judges' means in columns of their own when they ran."""
+    keys = [k for k in metrics if k.startswith("by_kind.")]
+    kinds = list(dict.fromkeys(k.split(".")[1] for k in keys))
     if not kinds:
         return []
-    header = ["kind", *_KIND_HEADERS]
+    judges = sorted({".".join(k.split(".")[2:]) for k in keys if k.split(".")[2] == "judge"})
+    columns = [*KIND_METRICS, *judges]
+    header = ["kind", *(_KIND_HEADERS.get(c, c) for c in columns)]
     rows = [
         "| " + " | ".join(header) + " |",
         "|---" * len(header) + "|",
     ]
     for kind in kinds:
         cells = [kind]
-        for m in KIND_METRICS:
+        for m in columns:
             value = metrics.get(f"by_kind.{kind}.{m}")
             cells.append("–" if value is None else _fmt(value))
         rows.append("| " + " | ".join(cells) + " |")

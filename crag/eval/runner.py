@@ -66,14 +66,15 @@ async def evaluate(
                 started = time.perf_counter()
                 result = await engine.run(q.question, q.history or ())
                 latency = (time.perf_counter() - started) * 1000
-                record = _record(q, result, latency)
+                scores: dict[str, float] = {}
+                for judge in judges:
+                    scores.update(await judge.judge(result, q.answers))
+                record = _record(q, result, latency, scores)
                 records.append(record)
                 row = _row(q, result, latency, record.confidently_wrong)
-                for judge in judges:
-                    scores = await judge.judge(result, q.answers)
-                    row.update(scores)
-                    for key, value in scores.items():
-                        judged.setdefault(key, []).append(value)
+                row.update(scores)
+                for key, value in scores.items():
+                    judged.setdefault(key, []).append(value)
                 f.write(json.dumps(row, ensure_ascii=False) + "\n")
                 if on_progress:
                     on_progress(i + 1, len(questions))
@@ -94,9 +95,10 @@ def _retrieved(result: CragResult) -> list[GradedChunk]:
     return list(result.graded)
 
 
-def _record(q: Question, result: CragResult, latency_ms: float) -> Record:
+def _record(q: Question, result: CragResult, latency_ms: float, judged: dict[str, float]) -> Record:
     retrieved = _retrieved(result)
     return Record(
+        id=q.id,
         in_corpus=q.in_corpus,
         expected_branch=q.expected_branch,
         gold_file=q.gold_file,
@@ -114,6 +116,7 @@ def _record(q: Question, result: CragResult, latency_ms: float) -> Record:
         gold_files=q.gold_set,
         answers_all=q.answers_all,
         missing_parts=result.missing_parts,
+        judged=judged,
     )
 
 

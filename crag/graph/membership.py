@@ -30,6 +30,10 @@ class GraphMembership:
         self._client = client
         self._page_size = page_size
 
+    async def close(self) -> None:
+        """Release the Graph client's connections (the bot's shutdown)."""
+        await self._client.close()
+
     async def groups_of(self, user_id: str) -> tuple[str, ...]:
         """The object ids of the user's groups (transitive), normalized. An unknown user is an empty
         tuple; anything else that fails raises GraphError."""

@@ -41,7 +41,14 @@ from azure.search.documents.indexes.models import (
 
 from crag.models import Chunk
 from crag.protocols import Embedder
-from crag.search.azure import SearchUnavailable, client_options, guarded, make_search_client
+from crag.search.azure import (
+    SearchUnavailable,
+    client_options,
+    guarded,
+    make_search_client,
+    odata_string,
+    stored_principals,
+)
 from crag.search.azure_config import AzureSearchConfig
 
 log = logging.getLogger(__name__)
@@ -86,6 +93,9 @@ def build_index(config: AzureSearchConfig) -> SearchIndex:
         fields.append(_field(c.content_hash_field, string, filterable=True))
     if c.file_chunks_field:
         fields.append(_field(c.file_chunks_field, SearchFieldDataType.INT32.value))
+    if c.allowed_field:
+        # Filtered with allowed/any(p: search.in(p, '…', ',')) by access trimming (crag/search/azure.py).
+        fields.append(_field(c.allowed_field, f"Collection({string})", filterable=True))
     vector_search = None
     if c.has_vectors:
         fields.append(
@@ -170,10 +180,6 @@ def embedding_text(chunk: Chunk) -> str:
     """What is embedded for a chunk: its title and section path, then its text (as the local index
     makes the headers searchable, so questions naming a section's subject find its body)."""
     return "\n".join([*dict.fromkeys([chunk.title, *chunk.headers]), chunk.text])
-
-
-def odata_string(value: str) -> str:
-    return "'" + value.replace("'", "''") + "'"
 
 
 def files_filter(field_name: str, files: Sequence[str]) -> str:
@@ -307,6 +313,7 @@ class AzureSearchIndex:
             c.ordinal_field: chunk.ordinal,
             c.content_hash_field: file_hash,
             c.file_chunks_field: file_chunks,
+            c.allowed_field: stored_principals(chunk.allowed),
         }
         doc.update({name: value for name, value in optional.items() if name})
         if c.has_vectors:

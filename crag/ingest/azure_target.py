@@ -10,14 +10,17 @@ from __future__ import annotations
 import hashlib
 import logging
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 from tqdm import tqdm
 
+from crag.access_file import AccessFileError
 from crag.embed.llm import LlmEmbedder
 from crag.ingest.azure_index import AzureSearchIndex, ensure_index, file_fingerprint, sync_chunks
 from crag.ingest.chunker import chunk_document, document_url
 from crag.ingest.loaders import DocumentError, discover, load
+from crag.ingest.local_target import AccessSource, warn_about
 from crag.ingest.ocr.engine import OcrEngine
 from crag.ingest.ocr.scans import OcrContext
 from crag.llm.client import LlmClient
@@ -41,9 +44,13 @@ async def ingest_azure(docs_dir: Path, settings: CragSettings) -> int:
         return 2
     from crag.factory import ocr_engine  # the wiring point; imported here, as this module is part of it
 
-    chunks, hashes, skipped = read_folder(
-        docs_dir, settings, embedder.name if embedder else "", ocr_engine(settings)
-    )
+    try:
+        chunks, hashes, skipped = read_folder(
+            docs_dir, settings, embedder.name if embedder else "", ocr_engine(settings)
+        )
+    except AccessFileError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
     try:
         await ensure_index(config)
         with tqdm(unit="chunk", file=sys.stderr, desc="uploading") as bar:
@@ -76,12 +83,17 @@ async def ingest_azure(docs_dir: Path, settings: CragSettings) -> int:
 def read_folder(
     docs_dir: Path, settings: CragSettings, embedding_model: str, ocr: OcrEngine | None = None
 ) -> tuple[list[Chunk], dict[str, str], list[str]]:
-    """Chunks of every readable file, their fingerprints, and why the others were skipped (scanned
-    pages read with `ocr`; None: skipped)."""
+    """Chunks of every readable file, with its readers from the folder's access file (or
+    CRAG_ACCESS_FILE), their fingerprints, and why the others were skipped (scanned pages read with
+    `ocr`; None: skipped). Raises AccessFileError when the access file cannot be used: nothing is
+    uploaded without the rules."""
+    local = settings.for_docs(docs_dir)
+    rules = AccessSource(local.access_path, bool(local.access_file)).read()
     chunks: list[Chunk] = []
     hashes: dict[str, str] = {}
     skipped: list[str] = []  # symbolic links (never followed) first, then unreadable files
-    bar = tqdm(discover(docs_dir, skipped), unit="file", file=sys.stderr, desc="reading")
+    files = discover(docs_dir, skipped)
+    bar = tqdm(files, unit="file", file=sys.stderr, desc="reading")
     for path in bar:
         rel = path.relative_to(docs_dir).as_posix()
 
@@ -89,7 +101,9 @@ def read_folder(
             bar.set_postfix_str(f"OCR {page}/{pages} {name}"[:40])
 
         try:
-            doc = load(path, docs_dir, OcrContext(ocr, page_progress))
+            doc = replace(
+                load(path, docs_dir, OcrContext(ocr, page_progress)), allowed=rules.allowed_for(rel)
+            )
         except DocumentError as exc:
             skipped.append(str(exc))
             continue
@@ -106,6 +120,9 @@ def read_folder(
         if not file_chunks:
             continue
         chunks.extend(file_chunks)
+        # New readers re-upload the file (a permission change is in the index on the next ingest);
+        # a file without known readers keeps the fingerprint it had before access rules existed.
+        readers = {} if doc.allowed is None else {"allowed": doc.allowed}
         hashes[rel] = file_fingerprint(
             hashlib.sha256(path.read_bytes()).hexdigest(),
             max_chars=settings.chunk_max_chars,
@@ -114,5 +131,7 @@ def read_folder(
             embedder=embedding_model,
             # Only files with scanned pages depend on the OCR engine: a new one re-uploads just those.
             **({"ocr": doc.scan.engine} if doc.scan is not None else {}),
+            **readers,
         )
+    warn_about(rules, [f.relative_to(docs_dir).as_posix() for f in files])
     return chunks, hashes, skipped

@@ -22,7 +22,7 @@ import time
 from collections import Counter
 from collections.abc import Callable, Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
 import bm25s
@@ -32,6 +32,7 @@ try:
 except ImportError:  # Windows
     fcntl = None  # type: ignore[assignment]
 
+from crag.access_file import AccessFile, access_file_digest, read_access_file
 from crag.embed.store import KEYS_FILE, VECTORS_FILE
 from crag.ingest.chunker import chunk_document, document_url
 from crag.ingest.loaders import Document, DocumentError, discover, load
@@ -84,12 +85,15 @@ def load_or_build(
     max_tokens: int = 0,
     fingerprint: dict[str, object] | None = None,
     ocr: OcrEngine | None = None,
+    access: AccessSource | None = None,
 ) -> tuple[LocalIndex, BuildReport | None]:
     """Load the index if it matches the documents (their fingerprint, when the caller has it),
-    otherwise (re)build it (report None: loaded)."""
+    otherwise (re)build it (report None: loaded). `access` is where the folder's access file is
+    (crag/access_file.py): its rules give each chunk its readers, and its content is part of the
+    fingerprint. Raises AccessFileError when that file cannot be used."""
     # Hashing every file is the costly part of the check: do it once, for the check and the build.
     if fingerprint is None and docs_dir.is_dir():
-        fingerprint = _fingerprint(docs_dir, max_chars, base_url, max_tokens, _ocr_name(ocr))
+        fingerprint = _fingerprint(docs_dir, max_chars, base_url, max_tokens, _ocr_name(ocr), access)
     # Several processes may serve one folder (`app.py --workers N`), and each re-indexes it when a
     # file changes: the first to take the lock builds, the others wait and then load what it wrote.
     with build_lock(index_dir):
@@ -99,7 +103,7 @@ def load_or_build(
             except (OSError, ValueError, KeyError) as exc:
                 log.warning("local index unreadable (%s); rebuilding", exc.__class__.__name__)
         return build_local_index(
-            docs_dir, index_dir, max_chars, base_url, progress, max_tokens, fingerprint, ocr
+            docs_dir, index_dir, max_chars, base_url, progress, max_tokens, fingerprint, ocr, access
         )
 
 
@@ -126,6 +130,7 @@ def stale_fingerprint(
     base_url: str = "",
     max_tokens: int = 0,
     ocr_name: str = "none",
+    access: AccessSource | None = None,
 ) -> dict[str, object] | None:
     """The folder's fingerprint when it no longer matches the index of `current_version` (the one
     serving: pass the fingerprint on to load_or_build); None when it does. Reads only the files'
@@ -133,7 +138,7 @@ def stale_fingerprint(
     folder may have stored the new index already."""
     if not docs_dir.is_dir():
         raise FileNotFoundError(f"documents folder not found: {docs_dir}")
-    fingerprint = _fingerprint(docs_dir, max_chars, base_url, max_tokens, ocr_name)
+    fingerprint = _fingerprint(docs_dir, max_chars, base_url, max_tokens, ocr_name, access)
     return None if index_version(fingerprint) == current_version else fingerprint
 
 
@@ -146,15 +151,27 @@ def build_local_index(
     max_tokens: int = 0,
     fingerprint: dict[str, object] | None = None,
     ocr: OcrEngine | None = None,
+    access: AccessSource | None = None,
 ) -> tuple[LocalIndex, BuildReport]:
     """Build the index; files whose content hash is unchanged since the last build are reused
     as they were (chunks and terms), so re-ingesting a large folder only reads what changed.
-    Scanned pages are read with `ocr` (None: they are skipped and counted)."""
+    Scanned pages are read with `ocr` (None: they are skipped and counted). Each chunk gets its
+    file's readers from the access file (reused ones too: a changed access file re-applies to every
+    file without reading any of them again)."""
     started = time.perf_counter()
     if not docs_dir.is_dir():
         raise FileNotFoundError(f"documents folder not found: {docs_dir}")
+    # Read first: a broken access file stops the build before any work, and never lets it go on
+    # without the rules.
+    rules = access.read() if access is not None else AccessFile()
     ocr_name = _ocr_name(ocr)
-    fingerprint = fingerprint or _fingerprint(docs_dir, max_chars, base_url, max_tokens, ocr_name)
+    fingerprint = dict(
+        fingerprint or _fingerprint(docs_dir, max_chars, base_url, max_tokens, ocr_name, access)
+    )
+    if rules.digest:
+        # The rules applied, whatever the file held when it was hashed: the next check compares
+        # the file with what this index really applied.
+        fingerprint["access"] = rules.digest
     hashes: dict[str, str] = fingerprint["files"]  # type: ignore[assignment]
     previous, old_scans = _previous_build(index_dir, fingerprint, ocr_name)
     scans: dict[str, dict[str, object]] = {}  # file -> what OCR did (its ScanReport), for the manifest
@@ -172,12 +189,15 @@ def build_local_index(
         rel = path.relative_to(docs_dir).as_posix()
         if progress:
             progress(path.name, i, len(files))
+        allowed = rules.allowed_for(rel)
         old = previous.get(rel)
         if old is not None and old[0] == hashes.get(rel):
             reused += 1
             if rel in old_scans:
                 scans[rel] = old_scans[rel]
             for chunk, terms in old[1]:
+                if chunk.allowed != allowed:
+                    chunk = chunk.model_copy(update={"allowed": allowed})
                 chunks.append(chunk)
                 tokens.append(terms)
             continue
@@ -202,6 +222,7 @@ def build_local_index(
                 ocr_notes.append(note)
         if doc is None:
             continue
+        doc = replace(doc, allowed=allowed)
         total_bytes += len(doc.text.encode())
         for chunk in chunk_document(doc, max_chars, document_url(base_url, doc.file), max_tokens):
             chunks.append(chunk)
@@ -209,6 +230,7 @@ def build_local_index(
             fresh.append(len(chunks) - 1)
     if progress:
         progress("", len(files), len(files))
+    warn_about(rules, [f.relative_to(docs_dir).as_posix() for f in files])
     parts = _Parts(chunks, tokens, fresh, total_bytes, reused)
     documents = len(files) - len(skipped)
     index, report = _finish(
@@ -413,11 +435,16 @@ def _file_hash(path: Path) -> str | None:
 
 
 def _fingerprint(
-    docs_dir: Path, max_chars: int, base_url: str, max_tokens: int, ocr_name: str = "none"
+    docs_dir: Path,
+    max_chars: int,
+    base_url: str,
+    max_tokens: int,
+    ocr_name: str = "none",
+    access: AccessSource | None = None,
 ) -> dict[str, object]:
     files = discover(docs_dir) if docs_dir.is_dir() else []
     hashes = {p.relative_to(docs_dir).as_posix(): _file_hash(p) for p in files}
-    return {
+    fingerprint: dict[str, object] = {
         "format": INDEX_FORMAT,
         "max_chars": max_chars,
         "max_tokens": max_tokens,
@@ -425,6 +452,31 @@ def _fingerprint(
         "ocr": ocr_name,
         "files": {rel: digest for rel, digest in hashes.items() if digest is not None},
     }
+    # Only with an access file: a folder without one keeps the fingerprint (and index) it had.
+    digest = access_file_digest(access.path) if access is not None else None
+    if digest is not None:
+        fingerprint["access"] = digest
+    return fingerprint
+
+
+@dataclass(frozen=True)
+class AccessSource:
+    """Where a folder's access file is; `required`: it was configured (CRAG_ACCESS_FILE) and must
+    exist, rather than the folder's optional default."""
+
+    path: Path
+    required: bool = False
+
+    def read(self) -> AccessFile:
+        return read_access_file(self.path, self.required)
+
+
+def warn_about(rules: AccessFile, files: list[str]) -> None:
+    """Log what in the access file is most likely a mistake (it does not stop the build)."""
+    for warning in rules.warnings:
+        log.warning("%s: %s", rules.path, warning)
+    for rule in rules.unmatched_rules(files):
+        log.warning("%s: rule %d (%s) matches no document", rules.path, rule.number, ", ".join(rule.patterns))
 
 
 def _is_current(index_dir: Path, fingerprint: dict[str, object]) -> bool:

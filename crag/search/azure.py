@@ -28,6 +28,7 @@ from azure.core.exceptions import (
 from azure.search.documents.aio import SearchClient
 from azure.search.documents.models import VectorizedQuery
 
+from crag.access import Reader, may_read, normalize
 from crag.embed.llm import LlmEmbedder
 from crag.llm.client import LlmClient
 from crag.models import Chunk, GradedChunk
@@ -148,10 +149,12 @@ class AzureSearchRetriever:
         config: AzureSearchConfig,
         embedder: Embedder | None = None,
         client: SearchClient | None = None,
+        unknown_allowed: bool = False,
     ) -> None:
         if config.mode != "keyword" and embedder is None:
             raise ValueError(f"Azure AI Search mode {config.mode!r} needs an embedder")
         self._config = config
+        self._unknown_allowed = unknown_allowed  # trimming: chunks of unknown permissions readable
         self._embedder = embedder if config.mode != "keyword" else None
         self._client = client or make_search_client(config)
         self._select = config.retrievable_fields()
@@ -168,7 +171,9 @@ class AzureSearchRetriever:
     async def __aexit__(self, *exc: object) -> None:
         await self.close()
 
-    async def search(self, query: str, top_k: int, question: str | None = None) -> list[GradedChunk]:
+    async def search(
+        self, query: str, top_k: int, question: str | None = None, reader: Reader | None = None
+    ) -> list[GradedChunk]:
         # The vector side embeds the rewritten query, as azure-search-openai-demo does: the LLM
         # rewrite resolves follow-ups that the user's own words leave open.
         del question
@@ -176,7 +181,7 @@ class AzureSearchRetriever:
         if not query or top_k <= 0:
             return []
         vector = await self._embed(query)
-        request = self.request(query, top_k, vector)
+        request = self.request(query, top_k, vector, reader)
 
         async def run() -> list[dict[str, Any]]:
             results = await self._client.search(**request)
@@ -189,15 +194,26 @@ class AzureSearchRetriever:
 
         docs = await guarded(run, self._config, "search", self._deadline)
         graded = [g for g in (self._graded(d) for d in docs) if g is not None]
+        if reader is not None:
+            graded = self._readable(graded, reader)
         log.debug("azure search %r: %d hits", query, len(graded))
         return graded
 
-    def request(self, query: str, top_k: int, vector: list[float] | None) -> dict[str, Any]:
-        """The keyword arguments of SearchClient.search for this query (public for tests and tools)."""
+    def request(
+        self, query: str, top_k: int, vector: list[float] | None, reader: Reader | None = None
+    ) -> dict[str, Any]:
+        """The keyword arguments of SearchClient.search for this query (public for tests and tools).
+        With a reader, the service filters on the chunks' readers before it ranks and takes `top`."""
         c = self._config
         request: dict[str, Any] = {"top": top_k, "select": self._select}
-        if c.filter:
-            request["filter"] = c.filter
+        filters = [c.filter] if c.filter else []
+        if reader is not None:
+            if not c.allowed_field:
+                raise SearchUnavailable("access trimming needs the index's permissions field (allowed_field)")
+            filters.append(access_filter(c.allowed_field, reader, self._unknown_allowed))
+            request["select"] = [*self._select, c.allowed_field]
+        if filters:
+            request["filter"] = filters[0] if len(filters) == 1 else " and ".join(f"({f})" for f in filters)
         if c.mode != "vector":
             request["search_text"] = query
         if vector is not None:
@@ -207,6 +223,10 @@ class AzureSearchRetriever:
             request["vector_queries"] = [
                 VectorizedQuery(vector=vector, k_nearest_neighbors=k, fields=c.vector_field)
             ]
+            if reader is not None:
+                # The service's default, said explicitly: filter first, then take the k nearest
+                # (postFilter would take k and then drop the unreadable ones, leaving fewer).
+                request["vector_filter_mode"] = "preFilter"
         if c.semantic:
             request["query_type"] = "semantic"
             request["semantic_configuration_name"] = c.semantic_configuration
@@ -237,6 +257,17 @@ class AzureSearchRetriever:
                 return None
             raise SearchUnavailable(message)
         return vector
+
+    def _readable(self, graded: list[GradedChunk], reader: Reader) -> list[GradedChunk]:
+        """The hits the reader may read. The service's filter already ensures it; this second look
+        catches an index or a filter gone wrong, and then fails closed (the hit is dropped)."""
+        kept = [g for g in graded if may_read(g.chunk.allowed, reader, self._unknown_allowed)]
+        if len(kept) != len(graded):
+            log.error(
+                "Azure AI Search returned %d chunk(s) the access filter should have excluded; dropped",
+                len(graded) - len(kept),
+            )
+        return kept
 
     def _graded(self, doc: dict[str, Any]) -> GradedChunk | None:
         chunk = chunk_from_document(doc, self._config)
@@ -280,7 +311,41 @@ def chunk_from_document(doc: dict[str, Any], config: AzureSearchConfig) -> Chunk
         text=text(config.content_field),
         url=text(config.url_field),
         ordinal=ordinal,
+        allowed=principals_from_stored(doc.get(config.allowed_field)) if config.allowed_field else None,
     )
+
+
+# -- who may read a chunk, as the index stores it -------------------------------------------------
+# An empty (or missing) collection is a chunk of unknown permissions, as in an index filled by
+# another tool; a chunk nobody may read holds this one value, which no reader ever has.
+NO_READER = "!nobody"
+
+
+def stored_principals(allowed: tuple[str, ...] | None) -> list[str]:
+    """The permissions field's value for a chunk's `allowed` (crag/access.py)."""
+    if allowed is None:
+        return []
+    return list(allowed) or [NO_READER]
+
+
+def principals_from_stored(value: Any) -> tuple[str, ...] | None:
+    if not isinstance(value, list) or not value:
+        return None
+    return tuple(p for p in normalize(str(v) for v in value if v is not None) if p != NO_READER)
+
+
+def odata_string(value: str) -> str:
+    return "'" + value.replace("'", "''") + "'"
+
+
+def access_filter(field: str, reader: Reader, unknown_allowed: bool = False) -> str:
+    """The OData filter of the chunks a reader may read: some principal of the chunk is one of the
+    reader's (search.in, the service's fast path for long lists: a user may be in hundreds of
+    groups), or, when unknown permissions are allowed, a chunk with none. Principals holding the
+    list's delimiter are left out (never ids: GUIDs, '*', the access file's checked names)."""
+    listed = ",".join(sorted(p for p in reader if "," not in p))
+    clause = f"{field}/any(p: search.in(p, {odata_string(listed)}, ','))"
+    return f"({clause} or not {field}/any())" if unknown_allowed else clause
 
 
 def _as_float(value: Any) -> float:
@@ -308,5 +373,9 @@ def build(settings: CragSettings, index: LocalIndex | None, llm: LlmClient | Non
             f"AZURE_SEARCH_MODE={config.mode} needs an embedding model "
             "(AZURE_OPENAI_EMBEDDING_DEPLOYMENT or OPENAI_EMBEDDING_MODEL)"
         )
-    retriever = AzureSearchRetriever(config, embedder)
+    if settings.access_trimming and not config.allowed_field:
+        raise ValueError(
+            "CRAG_ACCESS_TRIMMING needs AZURE_SEARCH_FIELD_ALLOWED (the index's permissions field)"
+        )
+    retriever = AzureSearchRetriever(config, embedder, unknown_allowed=settings.access_unknown == "allow")
     return SearchBuild(retriever, (retriever.close,))

@@ -54,6 +54,9 @@ class AzureSearchConfig(BaseModel):
     ordinal_field: str = "ordinal"
     content_hash_field: str = "content_hash"  # ingest only: skip unchanged files
     file_chunks_field: str = "file_chunks"  # ingest only: detect files whose upload was interrupted
+    # Who may read each chunk (crag/access.py): a filterable Collection(Edm.String) that access
+    # trimming filters on with search.in; "" for an index without one (trimming then refuses to start).
+    allowed_field: str = "allowed"
     vector_field: str = "content_vector"
     vector_dimensions: int = Field(default=1536, ge=0, le=4096)  # 0: no vector field in the index
 
@@ -87,6 +90,7 @@ class AzureSearchConfig(BaseModel):
         "ordinal_field",
         "content_hash_field",
         "file_chunks_field",
+        "allowed_field",
         "vector_field",
     )
     @classmethod
@@ -145,6 +149,7 @@ class AzureSearchSettings(EnvSettings):
     field_url: str = Field(default="url", alias="AZURE_SEARCH_FIELD_URL")
     field_headers: str = Field(default="headers", alias="AZURE_SEARCH_FIELD_HEADERS")
     field_vector: str = Field(default="content_vector", alias="AZURE_SEARCH_FIELD_VECTOR")
+    field_allowed: str = Field(default="allowed", alias="AZURE_SEARCH_FIELD_ALLOWED")
 
     @property
     def configured(self) -> bool:
@@ -170,6 +175,7 @@ class AzureSearchSettings(EnvSettings):
             url_field=self.field_url,
             headers_field=self.field_headers,
             vector_field=self.field_vector,
+            allowed_field=self.field_allowed,
             vector_dimensions=self.vector_dimensions,
             timeout_s=self.timeout,
         )

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import logging
 
+import numpy as np
+
+from crag.access import Reader
 from crag.embed.choice import attach_embeddings
 from crag.llm.client import LlmClient
 from crag.models import Chunk, GradedChunk
@@ -18,9 +21,12 @@ log = logging.getLogger(__name__)
 
 
 class LocalRetriever:
-    def __init__(self, index: LocalIndex, weights: FusionWeights = DEFAULT_WEIGHTS) -> None:
+    def __init__(
+        self, index: LocalIndex, weights: FusionWeights = DEFAULT_WEIGHTS, unknown_allowed: bool = False
+    ) -> None:
         self._index = index
         self._weights = weights
+        self._unknown_allowed = unknown_allowed  # trimming: chunks of unknown permissions readable
         self._languages: dict[str, str] = {}
         self._name = ""  # a fixed name, when someone sets one
 
@@ -43,11 +49,17 @@ class LocalRetriever:
     def name(self, value: str) -> None:
         self._name = value
 
-    async def search(self, query: str, top_k: int, question: str | None = None) -> list[GradedChunk]:
+    async def search(
+        self, query: str, top_k: int, question: str | None = None, reader: Reader | None = None
+    ) -> list[GradedChunk]:
         """BM25 over the rewritten query; the dense side embeds `question` when given (the text the
         grader and composer embed too: one embedding per turn, and slightly better recall in
-        bench/fit_fusion.py), else the query."""
-        lexical = self._lexical(query, max(top_k, self._weights.depth))
+        bench/fit_fusion.py), else the query. With a reader, every ranking holds only the chunks
+        the reader may read, filtered before its top k."""
+        allowed = None if reader is None else self._index.readable(reader, self._unknown_allowed)
+        if allowed is not None and not allowed.any():
+            return []
+        lexical = self._lexical(query, max(top_k, self._weights.depth), allowed)
         vectors = self._index.vectors
         if vectors is None or not vectors.chunks_ready:
             return [GradedChunk(chunk=h.chunk, retrieval_score=h.score) for h in lexical[:top_k]]
@@ -58,18 +70,18 @@ class LocalRetriever:
             return [GradedChunk(chunk=h.chunk, retrieval_score=h.score) for h in lexical[:top_k]]
         w = self._weights
         language = detect_language(question or query)
-        dense = [h.chunk for h in self._index.search_vector(vector, w.depth, w.signal)]
+        dense = [h.chunk for h in self._index.search_vector(vector, w.depth, w.signal, None, allowed)]
         w_dense = dense_weight(language, dense, self._languages, w)
         other: list[Chunk] = []
         if w.w_other > 0:
             # e5 ranks passages in the question's language first: a list of the other language's
             # chunks alone gives a Japanese question its English answer (and the reverse) a chance.
             flip = "en" if language == "ja" else "ja"
-            other = [h.chunk for h in self._index.search_vector(vector, w.depth, w.signal, flip)]
+            other = [h.chunk for h in self._index.search_vector(vector, w.depth, w.signal, flip, allowed)]
         fused = fuse([h.chunk for h in lexical], dense, w_dense, w, other)
         return [GradedChunk(chunk=c, retrieval_score=score) for c, score in fused[:top_k]]
 
-    def _lexical(self, query: str, k: int) -> list[SearchHit]:
+    def _lexical(self, query: str, k: int, allowed: np.ndarray | None) -> list[SearchHit]:
         # In-memory BM25 over mmap'd arrays takes well under a millisecond per query: no thread hop.
         # Everyday words and verbs weigh less than names and rare terms, as in grading: a short
         # passage full of common words must not outrank the one holding the question's rare term.
@@ -79,7 +91,7 @@ class LocalRetriever:
             weights[w.term] = max(
                 weights.get(w.term, 0.0), KIND_WEIGHT.get(w.kind, 1.0) * general_weight(w.zipf)
             )
-        return self._index.search_terms([w.term for w in words], k, weights)
+        return self._index.search_terms([w.term for w in words], k, weights, allowed)
 
 
 # -- as a search provider (registered in crag/search/__init__.py) ---------------------------------
@@ -94,4 +106,4 @@ def build(settings: CragSettings, index: LocalIndex | None, llm: LlmClient | Non
     if index is None:
         raise ValueError("no document index: configure Azure AI Search or a local documents folder")
     attach_embeddings(settings, index, llm)
-    return SearchBuild(LocalRetriever(index))
+    return SearchBuild(LocalRetriever(index, unknown_allowed=settings.access_unknown == "allow"))

@@ -10,6 +10,7 @@ import hashlib
 import json
 import logging
 import math
+from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,6 +19,7 @@ from typing import Any
 import bm25s
 import numpy as np
 
+from crag.access import Reader, may_read
 from crag.embed import ArrayEmbedder
 from crag.embed.index_vectors import IndexVectors
 from crag.models import Chunk
@@ -32,6 +34,7 @@ MANIFEST_FILE = "manifest.json"
 CHUNKS_FILE = "chunks.jsonl"
 DOC_FREQ_FILE = "doc_freq.json"
 BM25_DIR = "bm25"
+MASKS_KEPT = 256  # readers whose chunk masks are kept (a few KB each per 10,000 chunks)
 
 
 @dataclass(frozen=True)
@@ -66,6 +69,9 @@ class LocalIndex:
         self.dir: Path | None = None  # where the index is stored (its vectors go there too)
         self.vectors: IndexVectors | None = None  # set by attach_vectors; None: lexical only
         self.vectors_notice = ""  # why there are no vectors, when embeddings are unavailable
+        # Access trimming: chunk positions per distinct set of readers, and recent readers' masks.
+        self._acl_rows: dict[tuple[str, ...] | None, np.ndarray] | None = None
+        self._masks: OrderedDict[tuple[Reader, bool], np.ndarray] = OrderedDict()
 
     # -- vectors (hybrid retrieval, semantic grading) --------------------------------------------
     def attach_vectors(self, embedder: ArrayEmbedder, cache_dir: Path | None = None) -> IndexVectors:
@@ -117,9 +123,14 @@ class LocalIndex:
 
     # -- search ---------------------------------------------------------------------------------
     def search_terms(
-        self, terms: Sequence[str], k: int, weights: Mapping[str, float] | None = None
+        self,
+        terms: Sequence[str],
+        k: int,
+        weights: Mapping[str, float] | None = None,
+        allowed: np.ndarray | None = None,
     ) -> list[SearchHit]:
-        """Top-k chunks by BM25; with weights, each term's BM25 contribution is scaled by its weight."""
+        """Top-k chunks by BM25; with weights, each term's BM25 contribution is scaled by its weight.
+        With `allowed` (see `readable`), only those chunks, before the top k is taken."""
         known = [t for t in dict.fromkeys(terms) if t in self._df]
         if not known or not self.chunks:
             return []
@@ -127,6 +138,8 @@ class LocalIndex:
             scores = self._bm25.get_scores(known)
         else:
             scores = sum(weights.get(t, 1.0) * self._bm25.get_scores([t]) for t in known)
+        if allowed is not None:
+            scores = np.where(allowed, scores, 0.0)  # a score of 0 is no hit
         k = min(k, len(self.chunks))
         top = np.argpartition(-scores, k - 1)[:k]
         top = top[np.argsort(-scores[top], kind="stable")]
@@ -134,11 +147,17 @@ class LocalIndex:
         return [SearchHit(self.chunks[i], float(scores[i])) for i in top if scores[i] > 0]
 
     def search_vector(
-        self, vector: np.ndarray, k: int, signal: str = "chunk", language: str | None = None
+        self,
+        vector: np.ndarray,
+        k: int,
+        signal: str = "chunk",
+        language: str | None = None,
+        allowed: np.ndarray | None = None,
     ) -> list[SearchHit]:
         """Top-k chunks by cosine with the vector (empty until chunk vectors are ready); signal as in
         IndexVectors.dense_scores: the chunk's vector, its best sentence's, or both. With a language
-        ("ja" / "en"), only chunks mainly in that language."""
+        ("ja" / "en"), only chunks mainly in that language; with `allowed` (see `readable`), only
+        those chunks, before the top k is taken."""
         vectors = self.vectors
         scores = vectors.dense_scores(vector, signal) if vectors is not None else None
         if scores is None or not len(scores):
@@ -148,11 +167,40 @@ class LocalIndex:
             candidates = np.flatnonzero(vectors.languages == (language == "ja"))
             if not len(candidates):
                 return []
+        if allowed is not None:
+            candidates = candidates[allowed[candidates]]
+            if not len(candidates):
+                return []
         sub = scores[candidates]
         k = min(k, len(sub))
         top = np.argpartition(-sub, k - 1)[:k]
         top = candidates[top[np.argsort(-sub[top], kind="stable")]]
         return [SearchHit(self.chunks[i], float(scores[i])) for i in top]
+
+    # -- access trimming -----------------------------------------------------------------------
+    def readable(self, reader: Reader, unknown_allowed: bool = False) -> np.ndarray:
+        """Which chunks the reader may read, one boolean per chunk: the filter each search applies
+        before it takes its top k (never after, which would leave a reader with fewer results).
+        The chunks of a file share one set of readers, so each distinct set is checked once; the
+        masks of the last readers seen are kept (a user's next question reuses theirs)."""
+        key = (reader, unknown_allowed)
+        mask = self._masks.get(key)
+        if mask is not None:
+            self._masks.move_to_end(key)
+            return mask
+        if self._acl_rows is None:
+            rows: dict[tuple[str, ...] | None, list[int]] = {}
+            for i, chunk in enumerate(self.chunks):
+                rows.setdefault(chunk.allowed, []).append(i)
+            self._acl_rows = {allowed: np.asarray(r, dtype=np.int64) for allowed, r in rows.items()}
+        mask = np.zeros(len(self.chunks), dtype=bool)
+        for allowed, where in self._acl_rows.items():
+            if may_read(allowed, reader, unknown_allowed):
+                mask[where] = True
+        self._masks[key] = mask
+        while len(self._masks) > MASKS_KEPT:
+            self._masks.popitem(last=False)
+        return mask
 
     # -- reading -------------------------------------------------------------------------------
     @classmethod

@@ -1,22 +1,22 @@
-"""Web search through SerpAPI's Google engine, with the `google-search-results` client.
+"""Web search through SerpAPI's Google engine (`GET /search?engine=google&output=json`).
 
-The client is synchronous (requests), so each call runs in a worker thread. Its timeout is in
-seconds (the client's default of 60000 would hang a turn for hours). The API key travels in the
-query string, and requests puts the full URL into its exception messages, so no exception text
-from the client is ever logged or shown: only its class name. Failures never fail the turn: they
-come back as WebOutcome(status=FAILED) and the card says web search failed.
+The request is the one the `google-search-results` client makes, sent over one aiohttp session: that
+client is synchronous (requests), so each search held a worker thread, and it opened a new TLS
+connection to serpapi.com for every search, a handshake on every web branch; here connections are
+kept and reused, and a search costs the event loop no thread. The API key travels in the query
+string, and client libraries put the full URL into some exception messages, so no exception text
+is ever logged or shown: only its class name. Failures never fail the turn: they come back as
+WebOutcome(status=FAILED) and the card says web search failed.
 """
 
 from __future__ import annotations
 
-import asyncio
 import json
 import logging
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
+import aiohttp
 from pydantic import SecretStr
-from serpapi import GoogleSearch
 
 from crag.models import WebOutcome, WebResult, WebStatus
 from crag.safe_links import safe_url
@@ -24,49 +24,48 @@ from crag.settings import CragSettings
 from crag.text.lang import detect_language
 
 log = logging.getLogger(__name__)
-# urllib3 logs request lines, query string (and so the key) included, at DEBUG.
-logging.getLogger("urllib3").setLevel(logging.WARNING)
+DEFAULT_BASE_URL = "https://serpapi.com"
 
 
 class SerpApiSearch:
     name = "serpapi"
 
-    def __init__(
-        self, api_key: SecretStr, base_url: str = "", timeout_s: float = 5.0, workers: int = 32
-    ) -> None:
+    def __init__(self, api_key: SecretStr, base_url: str = "", timeout_s: float = 5.0) -> None:
         self._key = api_key
-        self._base_url = base_url.rstrip("/")
+        self._url = (base_url.rstrip("/") or DEFAULT_BASE_URL) + "/search"
         self._timeout = timeout_s
-        # Each search blocks a thread for its whole round trip: the default pool (a few threads on
-        # a small machine) would queue the searches of concurrent turns behind each other.
-        self._pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="serpapi")
+        self._session: aiohttp.ClientSession | None = None  # made on the first search (needs a loop)
+
+    async def close(self) -> None:
+        if self._session is not None:
+            await self._session.close()
+            self._session = None
 
     async def search(self, query: str, num: int) -> WebOutcome:
-        params = {"engine": "google", "q": query, "num": num, "api_key": self._key.get_secret_value()}
+        params = {
+            "engine": "google",
+            "q": query,
+            "num": str(num),
+            "api_key": self._key.get_secret_value(),
+            "output": "json",
+        }
         if detect_language(query) == "ja":
             params.update(hl="ja", gl="jp", google_domain="google.co.jp")
         try:
-            # The worker thread keeps its own timeout; this one guards against a stuck thread.
-            loop = asyncio.get_running_loop()
-            status, body = await asyncio.wait_for(
-                loop.run_in_executor(self._pool, self._fetch, params), self._timeout + 2
-            )
+            status, body = await self._fetch(params)
         except TimeoutError:
             log.warning("web search timed out after %.1fs", self._timeout)
             return _failed("Web search timed out.")
-        except Exception as exc:  # requests' messages hold the URL, and so the key: class name only
+        except Exception as exc:  # messages may hold the URL, and so the key: class name only
             log.warning("web search failed: %s", exc.__class__.__name__)
             return _failed("Web search is unavailable.")
         return self._parse(status, body, num)
 
-    def _fetch(self, params: dict[str, Any]) -> tuple[int, str]:
-        client = GoogleSearch(params)
-        if self._base_url:
-            client.BACKEND = self._base_url  # class attribute, overridden on this instance only
-        client.timeout = self._timeout
-        params["output"] = "json"
-        response = client.get_response()
-        return response.status_code, response.text
+    async def _fetch(self, params: dict[str, str]) -> tuple[int, str]:
+        if self._session is None or self._session.closed:
+            self._session = aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=self._timeout))
+        async with self._session.get(self._url, params=params) as response:
+            return response.status, await response.text()
 
     def _parse(self, status: int, body: str, num: int) -> WebOutcome:
         try:

@@ -17,9 +17,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from crag.embed.llm import LlmEmbedder
+from crag.factory import ocr_engine
 from crag.graph.client import GraphClient
 from crag.ingest.azure_index import AzureSearchIndex, SyncReport, ensure_index, file_fingerprint, sync_chunks
 from crag.ingest.chunker import chunk_document
+from crag.ingest.ocr.scans import OcrContext
 from crag.ingest.sharepoint.library import Library
 from crag.ingest.sharepoint.state import LibraryState
 from crag.ingest.sharepoint.sync import Progress, SyncResult, sync_library
@@ -95,6 +97,7 @@ async def sync_to_azure(
                 full=full,
                 progress=progress,
                 stored=stored,
+                ocr=OcrContext(ocr_engine(settings)),
             )
             chunks = [
                 chunk

@@ -13,6 +13,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from crag.factory import ocr_engine
 from crag.graph.client import GraphClient
 from crag.ingest.local_target import (
     INDEX_FORMAT,
@@ -22,6 +23,7 @@ from crag.ingest.local_target import (
     indexed_keys,
     update_manifest,
 )
+from crag.ingest.ocr.scans import OcrContext
 from crag.ingest.sharepoint.library import Library
 from crag.ingest.sharepoint.state import LibraryState
 from crag.ingest.sharepoint.sync import Progress as SyncProgress
@@ -90,6 +92,7 @@ async def sync_to_local(
         max_bytes=sp.max_bytes,
         full=full,
         progress=progress,
+        ocr=OcrContext(ocr_engine(settings)),
     )
     new = fingerprint(settings, result.files)
     state = result.state.model_dump(mode="json")

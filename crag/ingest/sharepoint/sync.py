@@ -27,6 +27,7 @@ from msgraph.generated.models.drive_item import DriveItem
 
 from crag.graph.client import GraphError
 from crag.ingest.loaders import Document, DocumentError, from_bytes
+from crag.ingest.ocr.scans import OcrContext
 from crag.ingest.sharepoint.library import Library, is_shared_changed
 from crag.ingest.sharepoint.permissions import access_from
 from crag.ingest.sharepoint.state import Entry, LibraryState, Location, file_key, mapping_version
@@ -83,6 +84,7 @@ async def sync_library(
     full: bool = False,
     progress: Progress | None = None,
     stored: Callable[[str], str] = str,
+    ocr: OcrContext | None = None,
 ) -> SyncResult:
     """Sync from `previous` (None: the first time); `indexed` is path -> what the index stores for
     the file, which is stored(key) (an index may fold its own settings into the key).
@@ -126,7 +128,15 @@ async def sync_library(
     await _read_permissions(library, state, sorted(need & in_files), site_groups or {}, report, progress)
     keys = {path: file_key(state.items[item_id]) for path, item_id in files.items()}
     documents, urls = await _read_files(
-        library, state, files, {p: stored(k) for p, k in keys.items()}, indexed, max_bytes, report, progress
+        library,
+        state,
+        files,
+        {p: stored(k) for p, k in keys.items()},
+        indexed,
+        max_bytes,
+        report,
+        progress,
+        ocr,
     )
     skipped = []
     for path, item_id in sorted(files.items()):
@@ -270,6 +280,7 @@ async def _read_files(
     max_bytes: int,
     report: SyncReport,
     progress: Progress | None,
+    ocr: OcrContext | None = None,
 ) -> tuple[dict[str, Document], dict[str, str]]:
     todo = [
         path
@@ -288,7 +299,8 @@ async def _read_files(
                 raise DocumentError(f"{path}: larger than {max_bytes // (1024 * 1024)} MB, not downloaded")
             raw = await library.content(state.location, files[path])
             report.downloaded += 1
-            doc = await asyncio.to_thread(from_bytes, raw, path)
+            # Scanned pages and images are read with the folder's OCR engine (none: skipped, named).
+            doc = await asyncio.to_thread(from_bytes, raw, path, ocr)
         except DocumentError as exc:
             entry.skipped, entry.skipped_key = str(exc).removeprefix(f"{path}: "), keys[path]
         except GraphError as exc:

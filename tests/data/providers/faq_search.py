@@ -9,6 +9,7 @@ from pathlib import Path
 
 from pydantic import Field
 
+from crag.access import Reader, may_read
 from crag.env import EnvSettings
 from crag.llm.client import LlmClient
 from crag.models import Chunk, GradedChunk
@@ -31,9 +32,14 @@ class FaqRetriever:
             Chunk(id=f"faq-{i}", file="faq.json", title=e["q"], text=e["a"]) for i, e in enumerate(entries)
         ]
 
-    async def search(self, query: str, top_k: int, question: str | None = None) -> list[GradedChunk]:
+    async def search(
+        self, query: str, top_k: int, question: str | None = None, reader: Reader | None = None
+    ) -> list[GradedChunk]:
         words = set(query.lower().split())
-        hits = [(len(words & set(c.title.lower().split())), c) for c in self.chunks]
+        # With access trimming on, only what the reader may read, before the top k (an FAQ file
+        # carries no permissions: its entries are unknown, denied by default).
+        readable = self.chunks if reader is None else [c for c in self.chunks if may_read(c.allowed, reader)]
+        hits = [(len(words & set(c.title.lower().split())), c) for c in readable]
         ranked = sorted((h for h in hits if h[0]), key=lambda h: -h[0])[:top_k]
         return [GradedChunk(chunk=c, retrieval_score=float(n)) for n, c in ranked]
 
