@@ -93,7 +93,7 @@ def run_wrk(url: str, script: Path, connections: int, seconds: int) -> tuple[str
 
 
 def figure(pattern: str, text: str) -> str:
-    match = re.search(pattern, text)
+    match = re.search(pattern, text, re.MULTILINE)
     return match.group(1) if match else "?"
 
 
@@ -127,7 +127,7 @@ def main() -> None:
             rate = float(figure(r"Requests/sec:\s+([\d.]+)", out))
             total = int(figure(r"(\d+) requests in", out))
             errors = figure(r"Non-2xx or 3xx responses: (\d+)", out)
-            p50, p99 = figure(r"50%\s+(\S+)", out), figure(r"99%\s+(\S+)", out)
+            p50, p99 = figure(r"^\s+50%\s+(\S+)", out), figure(r"^\s+99%\s+(\S+)", out)
             sockets = figure(r"Socket errors: (.*)", out) if "Socket errors" in out else "none"
             rates[workers] = rate
             print(
