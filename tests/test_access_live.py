@@ -21,6 +21,7 @@ from crag.ingest.__main__ import main as ingest_main
 from crag.membership import LocalMembership, reader_for
 from crag.models import CragResult
 from crag.settings import CragSettings
+from tests.test_live_docs import until
 
 DEADLINE_S = 30.0
 USER_B = "bbbbbbbb-0000-4000-8000-00000000000b"
@@ -104,14 +105,6 @@ async def eventually(
             return result
         assert loop.time() < deadline, f"not answered as expected in time: {result.answer!r}"
         await asyncio.sleep(0.2)
-
-
-async def until(condition: Callable[[], bool]) -> None:
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + DEADLINE_S
-    while not condition():
-        assert loop.time() < deadline, "condition not reached in time"
-        await asyncio.sleep(0.1)
 
 
 def has_secret(result: CragResult) -> bool:
