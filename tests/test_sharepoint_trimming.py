@@ -11,6 +11,7 @@ from crag.factory import build_engine, membership_source, ocr_engine
 from crag.ingest.ocr.tesseract import TesseractOcr
 from crag.ingest.sharepoint.local import sync_to_local
 from crag.membership import CachedMembership, reader_for
+from crag.search.local_index import LocalIndex
 from tests.graph_fixtures import ALICE, GROUP_A, GROUP_B, Graph
 from tests.scan_images import page_image, png_bytes
 from tests.servers.harness import unavailable
@@ -69,8 +70,19 @@ async def test_a_scanned_page_in_the_library_is_read_by_ocr(graph: Graph, tmp_pa
         unavailable("Tesseract is needed to read the scanned page (Debian: tesseract-ocr tesseract-ocr-jpn)")
     lines = ["社用車の利用規程", "給油カードは車検証入れに保管すること。"]
     graph.fake.put_file(graph.drive, "General/car.png", png_bytes(page_image(lines)))
+
+    def scanned_text(index: LocalIndex | None) -> str:
+        assert index is not None
+        return " ".join(c.text for c in index.chunks if c.file == "General/car.png")
+
+    # First without OCR: the scan is skipped, and named as such.
+    without = graph.settings(tmp_path, CRAG_OCR="off")
+    async with graph.client(without) as client:
+        first = await sync_to_local(without, client)
+    assert scanned_text(first.index) == ""
+    assert any(s.startswith("General/car.png") for s in first.result.skipped)
+    # Then with Tesseract, the file unchanged: it is read now, not when someone next edits it.
     async with graph.client(settings) as client:
-        synced = await sync_to_local(settings, client)
-    assert synced.index is not None
-    text = " ".join(c.text for c in synced.index.chunks if c.file == "General/car.png")
+        second = await sync_to_local(settings, client)
+    text = scanned_text(second.index)
     assert "給油カード" in text and "車検証" in text

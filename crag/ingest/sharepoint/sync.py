@@ -141,7 +141,7 @@ async def sync_library(
     skipped = []
     for path, item_id in sorted(files.items()):
         entry = state.items[item_id]
-        if entry.skipped and entry.skipped_key == stored(keys[path]):
+        if entry.skipped and entry.skipped_key == skip_key(stored(keys[path]), ocr):
             skipped.append(f"{path}: {entry.skipped}")
     report.added = sorted(keys.keys() - indexed.keys())
     report.removed = sorted(indexed.keys() - keys.keys())
@@ -285,7 +285,7 @@ async def _read_files(
     todo = [
         path
         for path, item_id in sorted(files.items())
-        if indexed.get(path) != keys[path] and state.items[item_id].skipped_key != keys[path]
+        if indexed.get(path) != keys[path] and state.items[item_id].skipped_key != skip_key(keys[path], ocr)
     ]
     documents: dict[str, Document] = {}
     urls: dict[str, str] = {}
@@ -302,7 +302,7 @@ async def _read_files(
             # Scanned pages and images are read with the folder's OCR engine (none: skipped, named).
             doc = await asyncio.to_thread(from_bytes, raw, path, ocr)
         except DocumentError as exc:
-            entry.skipped, entry.skipped_key = str(exc).removeprefix(f"{path}: "), keys[path]
+            entry.skipped, entry.skipped_key = str(exc).removeprefix(f"{path}: "), skip_key(keys[path], ocr)
         except GraphError as exc:
             if exc.kind != "not_found":
                 raise
@@ -316,6 +316,14 @@ async def _read_files(
 
     await _bounded(todo, one)
     return documents, urls
+
+
+def skip_key(key: str, ocr: OcrContext | None) -> str:
+    """What a file left unread is remembered by: its version, and the OCR engine of that sync. A skipped
+    file is downloaded again when it changes, or when the OCR engine does: a scan skipped for want of
+    Tesseract is read once Tesseract is installed, without waiting for someone to edit it."""
+    engine = ocr.engine.name if ocr is not None and ocr.engine is not None else "none"
+    return f"{key}|ocr={engine}"
 
 
 async def _bounded(values: Sequence[str], work: Callable[[str], object]) -> None:
