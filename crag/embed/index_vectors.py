@@ -53,7 +53,7 @@ class IndexVectors:
         self._sentence_offsets: np.ndarray | None = None  # chunk i's rows: offsets[i]:offsets[i+1]
         self._sentences32: np.ndarray | None = None  # the same in float32, for search
         self.languages: np.ndarray | None = None  # per chunk: True where its text is mainly Japanese
-        self._last_scores: tuple[np.ndarray, str, np.ndarray] | None = None
+        self._last_cosines: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
         self._last_standing: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
         self.done = 0
         self.total = 0
@@ -104,28 +104,29 @@ class IndexVectors:
         (`sentence`, the chunk's own where it has none), or their sum (`sum`)."""
         if self.chunk_matrix is None or self.chunk_matrix.shape[1:] != vector.shape:
             return None
-        last = self._last_scores
-        if last is not None and last[0] is vector and last[1] == signal:
-            return last[2]  # the same question's other list: no second pass over the matrices
-        out = self._dense_scores(vector, signal)
-        self._last_scores = (vector, signal, out)
+        chunk, best = self._cosines(vector)
+        if signal == "chunk":
+            return chunk
+        out: np.ndarray = best if signal == "sentence" else chunk + best
         return out
 
-    def _dense_scores(self, vector: np.ndarray, signal: str) -> np.ndarray:
+    def _cosines(self, vector: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(every chunk's cosine, its best sentence's cosine: the chunk's own where it has no
+        sentence vectors), computed once per question vector: retrieval's lists and the grader's
+        standing all read them, so each matrix is multiplied once per turn."""
+        last = self._last_cosines
+        if last is not None and last[0] is vector:
+            return last[1], last[2]
         assert self.chunk_matrix is not None
-        scores: np.ndarray = self.chunk_matrix @ vector
-        if signal == "chunk":
-            return scores
-        if self._sentences32 is None or self._sentence_offsets is None:
-            return scores if signal == "sentence" else 2 * scores
-        best = scores.copy()
-        offsets = self._sentence_offsets
-        nonempty = offsets[1:] > offsets[:-1]
-        if len(self._sentences32):
+        chunk: np.ndarray = self.chunk_matrix @ vector
+        best = chunk.copy()
+        if self._sentences32 is not None and self._sentence_offsets is not None and len(self._sentences32):
+            offsets = self._sentence_offsets
+            nonempty = offsets[1:] > offsets[:-1]
             per_sentence = self._sentences32 @ vector
             best[nonempty] = np.maximum.reduceat(per_sentence, offsets[:-1][nonempty])
-        out: np.ndarray = best if signal == "sentence" else scores + best
-        return out
+        self._last_cosines = (vector, chunk, best)
+        return chunk, best
 
     def standing(self, vector: np.ndarray, chunk_id: str) -> tuple[float, float] | None:
         """How far the chunk stands out for this question among the index's chunks in its own
@@ -138,9 +139,7 @@ class IndexVectors:
             return None
         last = self._last_standing
         if last is None or last[0] is not vector:
-            chunk = self._dense_scores(vector, "chunk")
-            sentence = self._dense_scores(vector, "sentence")
-            chunk_z, sentence_z = _z_by_group(self.languages, chunk, sentence)
+            chunk_z, sentence_z = _z_by_group(self.languages, *self._cosines(vector))
             last = (vector, chunk_z, sentence_z)
             self._last_standing = last
         return float(last[1][row]), float(last[2][row])
@@ -199,6 +198,8 @@ class IndexVectors:
         self._sentence_offsets = offsets
         self._sentences32 = matrix.astype(np.float32)
         self._sentence_matrix = matrix
+        # Cosines cached while only the chunk vectors were there lack the best sentences: drop them.
+        self._last_cosines = None
         if self.embedded == 0 and self._index_dir is not None:
             await asyncio.to_thread(self._save_index_if_stale, known)
 
