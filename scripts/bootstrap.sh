@@ -6,6 +6,11 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 REQ="${1:-requirements.txt}"
 PYTHON="${PYTHON:-python3}"
 VENV="$ROOT/.venv"
+# A first run interrupted while the venv was being made leaves one without pip: make it again.
+if [ -d "$VENV" ] && ! "$VENV/bin/python" -m pip --version >/dev/null 2>&1; then
+  echo "the virtual environment in .venv is incomplete (an interrupted first run?): making it again" >&2
+  rm -rf "$VENV"
+fi
 if [ ! -x "$VENV/bin/python" ]; then
   echo "creating virtual environment in .venv" >&2
   "$PYTHON" -m venv "$VENV"
