@@ -38,6 +38,7 @@ from crag.rewrite.llm import LlmRewriter
 from crag.rewrite.local import LocalKeywordRewriter
 from crag.search.local_index import LocalIndex
 from crag.settings import CragSettings
+from crag.text.bilingual import translator_for
 from crag.text.chunk_terms import ChunkTermsMemo
 from crag.text.stats import FlatStats, TermStats
 from crag.text.tokenize import term_extractor
@@ -193,9 +194,10 @@ def build_engine(
     rewriter: QueryRewriter = LocalKeywordRewriter(term_extractor())
     # With the local index's embeddings (once built), grading and the extractive answer read meaning too.
     chunk_terms = ChunkTermsMemo(stats)  # shared: each retrieved chunk is tokenized once, not twice
-    grader: Grader = LocalGrader(stats, index, chunk_terms=chunk_terms)
+    translator = translator_for(settings.lexicon_path, index)
+    grader: Grader = LocalGrader(stats, index, chunk_terms=chunk_terms, translator=translator)
     generator: AnswerGenerator = ExtractiveComposer(
-        stats, settings.answer_max_chars, vectors=index, chunk_terms=chunk_terms
+        stats, settings.answer_max_chars, vectors=index, chunk_terms=chunk_terms, translator=translator
     )
     refiner: KnowledgeRefiner = PassThroughRefiner()
     closers: list[Closer] = []

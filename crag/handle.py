@@ -43,6 +43,7 @@ from crag.ingest.local_target import BuildReport, Progress
 from crag.ingest.watch import watch_folder
 from crag.search.local_index import LocalIndex
 from crag.settings import CragSettings
+from crag.text.bilingual import lexicon_status
 
 if TYPE_CHECKING:
     from crag.ingest.sharepoint.schedule import SharePointSource
@@ -435,6 +436,7 @@ class EngineHandle:
             "cache": self.cache_status(),
             "vectors": self.vector_status(),
             "access": self.access_status(),
+            "lexicon": lexicon_status(self.settings.lexicon_path),
         }
 
     def access_status(self) -> dict[str, object]:

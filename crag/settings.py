@@ -98,6 +98,11 @@ class CragSettings(EnvSettings):
     embeddings: Literal["auto", "local", "llm", "off"] = Field(default="auto", alias="CRAG_EMBEDDINGS")
     # Vectors shared by every local index, keyed by content hash ("" turns the shared cache off).
     vector_cache_dir: str = Field(default=str(REPO_ROOT / "data" / "vectors"), alias="CRAG_VECTOR_CACHE")
+    # Japanese-English dictionary the local grader and composer translate question terms with
+    # (`python -m crag.text.lexicon` makes it from JMdict; "" turns translation off).
+    lexicon_path: str = Field(
+        default=str(REPO_ROOT / "data" / "lexicon" / "jmdict-ja-en.sqlite"), alias="CRAG_LEXICON"
+    )
 
     grade_batch: bool = Field(default=False, alias="CRAG_GRADE_BATCH")
     grade_batch_size: int = Field(default=5, ge=1, le=20, alias="CRAG_GRADE_BATCH_SIZE")

@@ -24,3 +24,11 @@ if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
   echo "$want" > "$stamp"
 fi
 export PATH="$VENV/bin:$PATH"
+# The Japanese-English lexicon the local grader and composer translate question terms with (made from
+# JMdict, downloaded from PyPI once, about a minute). Without it the bot runs as before, untranslated.
+LEXICON="${CRAG_LEXICON-$ROOT/data/lexicon/jmdict-ja-en.sqlite}"
+if [ -n "$LEXICON" ] && [ ! -f "$LEXICON" ]; then
+  echo "making the Japanese-English lexicon in ${LEXICON#"$ROOT"/} (once)" >&2
+  (cd "$ROOT" && "$VENV/bin/python" -m crag.text.lexicon --out "$LEXICON") \
+    || echo "warning: no lexicon; questions are not translated across languages (retry: python -m crag.text.lexicon)" >&2
+fi

@@ -17,6 +17,7 @@ from typing import Literal
 from crag.grade.semantic import VectorSource, centred
 from crag.models import Citation, GeneratedAnswer, GradedChunk, WebResult
 from crag.protocols import TextSink
+from crag.text.bilingual import Translator
 from crag.text.chunk_terms import ChunkTermsMemo
 from crag.text.fact_kind import asked_kinds, kind_signal
 from crag.text.lang import detect_language
@@ -81,8 +82,11 @@ class ExtractiveComposer:
         vectors: VectorSource | None = None,
         weights: Sequence[float] = SENTENCE_WEIGHTS,
         chunk_terms: ChunkTermsMemo | None = None,
+        translator: Translator | None = None,
     ) -> None:
         self._index = index
+        # A sentence in the other language than the question's shares its words only in translation.
+        self._translator = translator
         # The grader's memo when built together (crag/factory.py): a chunk is tokenized once.
         self._chunk_terms = chunk_terms or ChunkTermsMemo(index)
         self._max_chars = max_chars
@@ -110,7 +114,7 @@ class ExtractiveComposer:
         share = self._max_chars // len(parts)
         per_part = []
         for part in parts:
-            query = weighted_query(self._index.words(part), self._index.idf)
+            query = self._query(part)
             meaning = await self._meaning(part, chunks)
             sources, candidates = self._candidates(query, part, chunks, web, meaning)
             per_part.append((query, candidates))
@@ -157,6 +161,11 @@ class ExtractiveComposer:
         for (piece, _), (_, list_before) in zip(pieces[1:], pieces, strict=False):
             text += ("\n" if list_before else _glue(text)) + piece  # after a list, a line of its own
         return GeneratedAnswer(text=text, citations=citations)
+
+    def _query(self, question: str) -> WeightedQuery:
+        words = self._index.words(question)
+        query = weighted_query(words, self._index.idf)
+        return self._translator(query, words, question) if self._translator else query
 
     async def _meaning(self, question: str, chunks: Sequence[GradedChunk]) -> dict[str, dict[str, float]]:
         """Per chunk id, each sentence's centred cosine to the question (empty without vectors)."""
@@ -274,7 +283,7 @@ class ExtractiveComposer:
     ) -> list[tuple[str, list[float]]]:
         """Each candidate sentence of the chunks with its features, as generate() scores them
         (bench/fit_composer.py fits SENTENCE_WEIGHTS on these)."""
-        query = weighted_query(self._index.words(question), self._index.idf)
+        query = self._query(question)
         _, candidates = self._candidates(query, question, chunks, [], await self._meaning(question, chunks))
         return [(c.text, c.features) for c in candidates if c.features is not None]
 

@@ -75,8 +75,10 @@ class Features:
         ]
 
 
-def match(term: str, span: Span) -> float:
-    if term in span.terms:
+def match(term: str, span: Span, alternatives: tuple[tuple[str, ...], ...] = ()) -> float:
+    """1.0 when the span has the term or one of its translations (all its terms), NEAR_MATCH for a
+    near form of the term, else 0.0."""
+    if term in span.terms or any(all(x in span.terms for x in alt) for alt in alternatives):
         return 1.0
     if _LATIN.match(term):
         if len(term) >= 5:
@@ -95,8 +97,9 @@ def features(query: WeightedQuery, chunk: ChunkSpans, number_wanted: bool) -> Fe
     # per window instead matched every sentence three times and the headers once per window: the
     # grader's hottest loop.)
     terms = list(query.weights.items())
-    in_context = [match(term, chunk.context) for term, _ in terms]
-    in_sentence = [[match(term, span) for span in sentences] for term, _ in terms]
+    alts = query.alternatives
+    in_context = [match(term, chunk.context, alts.get(term, ())) for term, _ in terms]
+    in_sentence = [[match(term, span, alts.get(term, ())) for span in sentences] for term, _ in terms]
     overall = sum(w * max(c, *row) for (_, w), c, row in zip(terms, in_context, in_sentence, strict=True))
     best_mass, best_number, best_phrases, best_text = -1.0, False, 0.0, ""
     for i in range(len(sentences)):

@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from crag.grade.evidence import ChunkSpans, Features, Span, features
 from crag.grade.semantic import VectorSource, evidence
 from crag.models import Chunk
+from crag.text.bilingual import Translator
 from crag.text.chunk_terms import ChunkTermsMemo
 from crag.text.fact_kind import asked_kinds, kind_signal
 from crag.text.lang import detect_language
@@ -76,24 +77,24 @@ LEXICAL = Model(
 # depend on the question's language, where the raw cosine does.
 SEMANTIC: Model | None = Model(
     weights=(
-        1.971,
-        1.522,
-        0.581,
-        0.006,
-        -0.211,
-        0.484,
-        -2.854,
-        0.055,
-        2.039,
-        0.684,
-        1.222,
-        1.191,
-        -0.476,
-        0.428,
+        1.941,
+        1.520,
+        0.564,
+        0.072,
+        -0.174,
+        0.588,
+        -2.539,
+        -0.064,
+        2.150,
+        -0.162,
+        1.026,
+        1.178,
+        -0.494,
+        0.407,
     ),
-    bias=-5.479,
+    bias=-5.550,
     upper=1.00,
-    lower=-2.20,
+    lower=-2.50,
 )
 
 
@@ -120,8 +121,11 @@ class LocalGrader:
         cache_size: int = 4096,
         semantic_model: Model | None = None,
         chunk_terms: ChunkTermsMemo | None = None,
+        translator: Translator | None = None,
     ) -> None:
         self._index = index
+        # Question terms in the other language too: a passage in it otherwise has no lexical evidence.
+        self._translator = translator
         self._chunk_terms = chunk_terms or ChunkTermsMemo(index)
         self._vectors = vectors
         self._semantic_model = semantic_model or SEMANTIC
@@ -172,7 +176,9 @@ class LocalGrader:
         ], True
 
     def query(self, question: str) -> WeightedQuery:
-        return weighted_query(self._index.words(question), self._index.idf)
+        words = self._index.words(question)
+        query = weighted_query(words, self._index.idf)
+        return self._translator(query, words, question) if self._translator else query
 
     def features(self, query: WeightedQuery, chunk: Chunk, wants_number: bool) -> Features:
         return features(query, self.spans(chunk), wants_number)

@@ -34,11 +34,14 @@ class FusionWeights:
     probe: int = 5  # dense hits whose language is checked
     signal: str = "chunk"  # dense score: chunk vector, best sentence, or their sum
     w_other: float = 0.0  # weight of a dense list of the other language's chunks only
+    w_translated: float = 0.0  # weight of BM25 over the question's terms translated (bilingual.py)
 
 
 # Fitted with bench/fit_fusion.py on jsquad-dev + squad-dev + business-dev (macro recall@5), among
 # configurations that use the rewritten query (what the retriever receives).
-DEFAULT_WEIGHTS = FusionWeights(k=5.0, w_lex=1.0, w_same=1.0, w_cross=1.0, signal="sum", w_other=1.0)
+DEFAULT_WEIGHTS = FusionWeights(
+    k=5.0, w_lex=1.0, w_same=1.0, w_cross=1.0, signal="sum", w_other=1.0, w_translated=0.5
+)
 
 
 def text_language(text: str) -> Literal["ja", "en"]:
@@ -70,12 +73,20 @@ def fuse(
     w_dense: float,
     weights: FusionWeights,
     other: Sequence[Chunk] = (),
+    translated: Sequence[Chunk] = (),
 ) -> list[tuple[Chunk, float]]:
     """Chunks of the lists by fused score, best first (ties: lexical order, then dense order).
-    `other` is the dense ranking of the chunks in the other language than the question's."""
+    `other` is the dense ranking of the chunks in the other language than the question's,
+    `translated` the BM25 ranking of the question's terms in that language."""
     scores: dict[str, float] = {}
     chunks: dict[str, Chunk] = {}
-    for ranking, weight in ((lexical, weights.w_lex), (dense, w_dense), (other, weights.w_other)):
+    lists = (
+        (lexical, weights.w_lex),
+        (dense, w_dense),
+        (other, weights.w_other),
+        (translated, weights.w_translated),
+    )
+    for ranking, weight in lists:
         if weight <= 0:
             continue
         for rank, chunk in enumerate(ranking[: weights.depth], 1):

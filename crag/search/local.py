@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -14,17 +15,24 @@ from crag.protocols import SearchBuild
 from crag.search.hybrid import DEFAULT_WEIGHTS, FusionWeights, dense_weight, fuse
 from crag.search.local_index import LocalIndex, SearchHit
 from crag.settings import CragSettings
+from crag.text.bilingual import Translator, translator_for
 from crag.text.lang import detect_language
 from crag.text.overlap import KIND_WEIGHT, general_weight
+from crag.text.tokenize import Word
 
 log = logging.getLogger(__name__)
 
 
 class LocalRetriever:
     def __init__(
-        self, index: LocalIndex, weights: FusionWeights = DEFAULT_WEIGHTS, unknown_allowed: bool = False
+        self,
+        index: LocalIndex,
+        weights: FusionWeights = DEFAULT_WEIGHTS,
+        unknown_allowed: bool = False,
+        translator: Translator | None = None,
     ) -> None:
         self._index = index
+        self._translator = translator
         self._weights = weights
         self._unknown_allowed = unknown_allowed  # trimming: chunks of unknown permissions readable
         self._languages: dict[str, str] = {}
@@ -59,15 +67,21 @@ class LocalRetriever:
         allowed = None if reader is None else self._index.readable(reader, self._unknown_allowed)
         if allowed is not None and not allowed.any():
             return []
-        lexical = self._lexical(query, max(top_k, self._weights.depth), allowed)
+        depth = max(top_k, self._weights.depth)
+        lexical = self._lexical(query, depth, allowed)
+        translated = self._translated(query, question or query, depth, allowed)
         vectors = self._index.vectors
         if vectors is None or not vectors.chunks_ready:
-            return [GradedChunk(chunk=h.chunk, retrieval_score=h.score) for h in lexical[:top_k]]
+            if not translated:
+                return [GradedChunk(chunk=h.chunk, retrieval_score=h.score) for h in lexical[:top_k]]
+            fused = fuse([h.chunk for h in lexical], [], 0.0, self._weights, translated=translated)
+            return [GradedChunk(chunk=c, retrieval_score=score) for c, score in fused[:top_k]]
         try:
             vector = await vectors.query_vector(question or query)
         except Exception as exc:  # the embedder failed: this turn stays lexical
             log.warning("query embedding failed (%s); lexical search only", exc.__class__.__name__)
-            return [GradedChunk(chunk=h.chunk, retrieval_score=h.score) for h in lexical[:top_k]]
+            fused = fuse([h.chunk for h in lexical], [], 0.0, self._weights, translated=translated)
+            return [GradedChunk(chunk=c, retrieval_score=score) for c, score in fused[:top_k]]
         w = self._weights
         language = detect_language(question or query)
         dense = [h.chunk for h in self._index.search_vector(vector, w.depth, w.signal, None, allowed)]
@@ -78,20 +92,41 @@ class LocalRetriever:
             # chunks alone gives a Japanese question its English answer (and the reverse) a chance.
             flip = "en" if language == "ja" else "ja"
             other = [h.chunk for h in self._index.search_vector(vector, w.depth, w.signal, flip, allowed)]
-        fused = fuse([h.chunk for h in lexical], dense, w_dense, w, other)
+        fused = fuse([h.chunk for h in lexical], dense, w_dense, w, other, translated)
         return [GradedChunk(chunk=c, retrieval_score=score) for c, score in fused[:top_k]]
 
     def _lexical(self, query: str, k: int, allowed: np.ndarray | None) -> list[SearchHit]:
         # In-memory BM25 over mmap'd arrays takes well under a millisecond per query: no thread hop.
-        # Everyday words and verbs weigh less than names and rare terms, as in grading: a short
-        # passage full of common words must not outrank the one holding the question's rare term.
         words = self._index.words(query)
-        weights: dict[str, float] = {}
-        for w in words:
-            weights[w.term] = max(
-                weights.get(w.term, 0.0), KIND_WEIGHT.get(w.kind, 1.0) * general_weight(w.zipf)
-            )
+        weights = _term_weights(words)
         return self._index.search_terms([w.term for w in words], k, weights, allowed)
+
+    def _translated(self, query: str, question: str, k: int, allowed: np.ndarray | None) -> list[Chunk]:
+        """BM25 over the query's terms in the other language (crag/text/bilingual.py): the lexical
+        side of a cross-language question, which plain BM25 cannot reach. Each term's translations
+        share its weight."""
+        if self._translator is None or self._weights.w_translated <= 0:
+            return []
+        words = self._index.words(query)
+        alternatives = self._translator.alternatives(words, question)
+        weights: dict[str, float] = {}
+        for term, weight in _term_weights(words).items():
+            options = alternatives.get(term, ())
+            for option in options:
+                for t in option:
+                    weights[t] = max(weights.get(t, 0.0), weight / len(options))
+        if not weights:
+            return []
+        return [h.chunk for h in self._index.search_terms(list(weights), k, weights, allowed)]
+
+
+def _term_weights(words: Sequence[Word]) -> dict[str, float]:
+    """Everyday words and verbs weigh less than names and rare terms, as in grading: a short passage
+    full of common words must not outrank the one holding the question's rare term."""
+    weights: dict[str, float] = {}
+    for w in words:
+        weights[w.term] = max(weights.get(w.term, 0.0), KIND_WEIGHT.get(w.kind, 1.0) * general_weight(w.zipf))
+    return weights
 
 
 # -- as a search provider (registered in crag/search/__init__.py) ---------------------------------
@@ -106,4 +141,7 @@ def build(settings: CragSettings, index: LocalIndex | None, llm: LlmClient | Non
     if index is None:
         raise ValueError("no document index: configure Azure AI Search or a local documents folder")
     attach_embeddings(settings, index, llm)
-    return SearchBuild(LocalRetriever(index, unknown_allowed=settings.access_unknown == "allow"))
+    translator = translator_for(settings.lexicon_path, index)
+    return SearchBuild(
+        LocalRetriever(index, unknown_allowed=settings.access_unknown == "allow", translator=translator)
+    )

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field, replace
 
 from crag.text.tokenize import Word
 
@@ -12,12 +12,24 @@ from crag.text.tokenize import Word
 class WeightedQuery:
     weights: dict[str, float]  # unique question term -> idf weight
     total: float
+    # Question term -> its translations into the other language (crag/text/bilingual.py), each the
+    # terms that must all be present: a passage in the other language holding one has the term.
+    alternatives: Mapping[str, tuple[tuple[str, ...], ...]] = field(default_factory=dict)
 
     def coverage(self, present: set[str] | frozenset[str]) -> float:
         """Share of the question's idf mass found among `present` terms, 0.0-1.0."""
         if self.total <= 0:
             return 0.0
-        return sum(w for t, w in self.weights.items() if t in present) / self.total
+        return sum(w for t, w in self.weights.items() if self.found(t, present)) / self.total
+
+    def found(self, term: str, present: set[str] | frozenset[str]) -> bool:
+        """The term, or one of its translations, is among `present`."""
+        if term in present:
+            return True
+        return any(all(x in present for x in alt) for alt in self.alternatives.get(term, ()))
+
+    def with_alternatives(self, alternatives: Mapping[str, tuple[tuple[str, ...], ...]]) -> WeightedQuery:
+        return replace(self, alternatives={t: a for t, a in alternatives.items() if t in self.weights})
 
     def __bool__(self) -> bool:
         return bool(self.weights)

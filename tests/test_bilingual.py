@@ -1,0 +1,228 @@
+"""Question terms translated into the other language (crag/text/bilingual.py, crag/text/lexicon.py).
+
+The lexicon is made here from a small database of JMdict's shape (the tables and columns the maker
+reads), by the same code that reads the real one; the grader, composer and retriever then run over a
+real local index of two documents, lexical only, so the translation is all that can link them.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import sqlite3
+from collections.abc import Callable
+from pathlib import Path
+from typing import Literal
+
+import pytest
+
+from crag.factory import open_local_index
+from crag.generate.extractive import ExtractiveComposer
+from crag.grade.local import LocalGrader
+from crag.models import GradedChunk
+from crag.search.hybrid import FusionWeights
+from crag.search.local import LocalRetriever
+from crag.search.local_index import LocalIndex
+from crag.settings import CragSettings
+from crag.text import lexicon as lexicon_cli
+from crag.text.bilingual import Lexicon, Translator, translator_for
+from crag.text.tokenize import term_extractor
+
+# (JMdict idseq, kanji spellings, kana spellings, common word, senses: glosses)
+ENTRIES = [
+    (1, ["夜勤"], ["やきん"], True, [["night shift"]]),
+    (
+        2,
+        ["寮"],
+        ["りょう"],
+        True,
+        [["hostel", "dormitory"], ["bureau (government department beneath a ministry)"]],
+    ),
+    (3, ["内線"], ["ないせん"], True, [["phone extension"], ["indoor wiring"]]),
+    (4, ["料金"], ["りょうきん"], True, [["fee", "charge"]]),
+    (5, ["月額"], ["げつがく"], False, [["monthly amount"]]),
+    (6, [], ["カフェテリア"], True, [["cafeteria"]]),
+    (7, ["植物"], ["しょくぶつ"], True, [["plant", "vegetation"]]),
+    (8, ["延長"], ["えんちょう"], True, [["extension", "lengthening"]]),
+]
+
+JA_DOC = """# 社員寮の取扱い
+
+## 5. 社員寮
+
+熊本工場の近くに社員寮があります。寮の料金は月額10,000円です。入寮の申請は総務課に出してください。
+"""
+EN_DOC = """# Remote Work Guide
+
+## 3. Equipment
+
+Staff who work from home may borrow a monitor and a headset from the IT Service Desk.
+"""
+
+
+def jmdict(path: Path) -> Path:
+    """A database with JMdict's tables (as jamdict-data ships them) holding ENTRIES."""
+    with contextlib.closing(sqlite3.connect(path)) as db:
+        db.executescript(
+            """
+            CREATE TABLE Kanji (ID INTEGER PRIMARY KEY, idseq INTEGER, text TEXT);
+            CREATE TABLE KJP (kid INTEGER, text TEXT);
+            CREATE TABLE Kana (ID INTEGER PRIMARY KEY, idseq INTEGER, text TEXT, nokanji BOOLEAN);
+            CREATE TABLE KNP (kid INTEGER, text TEXT);
+            CREATE TABLE Sense (ID INTEGER PRIMARY KEY, idseq INTEGER);
+            CREATE TABLE SenseGloss (sid INTEGER, lang TEXT, gend TEXT, text TEXT);
+            """
+        )
+        for idseq, kanji, kana, common, senses in ENTRIES:
+            for text in kanji:
+                kid = db.execute("INSERT INTO Kanji (idseq, text) VALUES (?, ?)", (idseq, text)).lastrowid
+                if common:
+                    db.execute("INSERT INTO KJP VALUES (?, 'ichi1')", (kid,))
+            for text in kana:
+                kid = db.execute(
+                    "INSERT INTO Kana (idseq, text, nokanji) VALUES (?, ?, 0)", (idseq, text)
+                ).lastrowid
+                if common and not kanji:
+                    db.execute("INSERT INTO KNP VALUES (?, 'ichi1')", (kid,))
+            for glosses in senses:
+                sid = db.execute("INSERT INTO Sense (idseq) VALUES (?)", (idseq,)).lastrowid
+                db.executemany(
+                    "INSERT INTO SenseGloss VALUES (?, 'eng', NULL, ?)", [(sid, g) for g in glosses]
+                )
+        db.commit()
+    return path
+
+
+@pytest.fixture(scope="module")
+def lexicon_path(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    tmp = tmp_path_factory.mktemp("lexicon")
+    out = tmp / "lexicon.sqlite"
+    assert lexicon_cli.main(["--jmdict", str(jmdict(tmp / "jamdict.db")), "--out", str(out)]) == 0
+    return out
+
+
+@pytest.fixture(scope="module")
+def lexicon(lexicon_path: Path) -> Lexicon:
+    opened = Lexicon.open(lexicon_path)
+    assert opened is not None
+    return opened
+
+
+def alternatives(
+    lexicon: Lexicon,
+    text: str,
+    language: Literal["ja", "en"],
+    known: Callable[[str], bool] = lambda _term: True,
+) -> dict[str, tuple[tuple[str, ...], ...]]:
+    return lexicon.alternatives(tuple(term_extractor().terms(text)), language, known)
+
+
+def test_the_maker_reads_headwords_kana_loanwords_and_glosses(lexicon: Lexicon) -> None:
+    assert lexicon.headwords == len(ENTRIES)
+    assert alternatives(lexicon, "夜勤", "ja")["夜勤"] == (("night", "shift"),)
+    # Katakana headwords of entries without kanji are kept: loanwords are how English reaches Japanese.
+    assert ("cafeteria",) in alternatives(lexicon, "カフェテリア", "ja")["カフェテリア"]
+    # An explanation rather than a word is not a translation.
+    assert all(len(alt) <= 4 for alt in alternatives(lexicon, "寮", "ja")["寮"])
+
+
+def test_a_run_of_english_words_is_translated_as_a_whole_before_word_by_word(lexicon: Lexicon) -> None:
+    found = alternatives(lexicon, "When does the night shift start?", "en")
+    assert found["night"][0] == ("夜勤",)
+    assert found["shift"][0] == ("夜勤",)
+
+
+def test_a_multi_word_gloss_is_found_by_its_last_word_after_single_word_glosses(lexicon: Lexicon) -> None:
+    # "phone extension" -> 内線 also answers "extension", ranked after 延長 ("extension") itself.
+    assert alternatives(lexicon, "extension", "en")["extens"] == (("延長",), ("内線",))
+
+
+def test_only_translations_the_index_holds_are_kept(lexicon: Lexicon) -> None:
+    held = {"寮"}
+    found = alternatives(lexicon, "company dormitory", "en", lambda term: term in held)
+    assert found == {"dormitori": (("寮",),)}
+
+
+def test_a_missing_or_damaged_lexicon_turns_translation_off(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    assert Lexicon.open(tmp_path / "absent.sqlite") is None
+    assert translator_for(str(tmp_path / "absent.sqlite"), None) is None
+    assert translator_for("", None) is None
+    damaged = tmp_path / "damaged.sqlite"
+    damaged.write_bytes(b"not a database at all" * 100)
+    with caplog.at_level(logging.WARNING):
+        assert Lexicon.open(damaged) is None
+    assert "question terms are not translated" in caplog.text
+
+
+def test_the_cli_says_what_went_wrong_without_a_stack_trace(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert (
+        lexicon_cli.main(["--jmdict", str(tmp_path / "nothing.db"), "--out", str(tmp_path / "x.sqlite")]) == 1
+    )
+    err = capsys.readouterr().err
+    assert "lexicon not made" in err and "Traceback" not in err
+    assert not (tmp_path / "x.sqlite").exists()
+
+
+@pytest.fixture(scope="module")
+def two_languages(tmp_path_factory: pytest.TempPathFactory) -> LocalIndex:
+    tmp = tmp_path_factory.mktemp("docs")
+    docs = tmp / "docs"
+    docs.mkdir()
+    (docs / "dorm.md").write_text(JA_DOC, encoding="utf-8")
+    (docs / "remote.md").write_text(EN_DOC, encoding="utf-8")
+    settings = CragSettings(CRAG_DOCS_DIR=str(docs), CRAG_INDEX_DIR=str(tmp / "index"), CRAG_EMBEDDINGS="off")
+    index, _ = open_local_index(settings)
+    return index
+
+
+QUESTION = "How much is the monthly fee for the company dormitory?"
+
+
+async def test_the_grader_finds_an_english_question_in_a_japanese_passage(
+    two_languages: LocalIndex, lexicon: Lexicon
+) -> None:
+    dorm = next(c for c in two_languages.chunks if c.file == "dorm.md" and "10,000" in c.text)
+    plain = LocalGrader(two_languages)
+    translated = LocalGrader(
+        two_languages, translator=Translator(lexicon, lambda t: two_languages.doc_freq(t) > 0)
+    )
+    before = plain.features(plain.query(QUESTION), dorm, True)
+    after = translated.features(translated.query(QUESTION), dorm, True)
+    assert before.coverage == 0.0
+    assert after.coverage > 0.5 and after.number_found
+    assert (await translated.grade(QUESTION, [dorm]))[0] > (await plain.grade(QUESTION, [dorm]))[0]
+
+
+async def test_the_composer_quotes_the_sentence_holding_the_translated_terms(
+    two_languages: LocalIndex, lexicon: Lexicon
+) -> None:
+    chunks = [
+        GradedChunk(chunk=c, retrieval_score=1.0, score=0.9)
+        for c in two_languages.chunks
+        if c.file == "dorm.md"
+    ]
+    translator = Translator(lexicon, lambda t: two_languages.doc_freq(t) > 0)
+    answer = await ExtractiveComposer(two_languages, translator=translator).generate(
+        QUESTION, "en", chunks, []
+    )
+    assert "10,000円" in answer.text
+    assert "from a Japanese document" in answer.text
+
+
+async def test_lexical_retrieval_reaches_the_other_language_only_with_the_lexicon(
+    two_languages: LocalIndex, lexicon: Lexicon
+) -> None:
+    translator = Translator(lexicon, lambda t: two_languages.doc_freq(t) > 0)
+    weights = FusionWeights(w_translated=1.0)
+    without = await LocalRetriever(two_languages, weights).search(
+        "monthly fee company dormitory", 5, QUESTION
+    )
+    with_lexicon = await LocalRetriever(two_languages, weights, translator=translator).search(
+        "monthly fee company dormitory", 5, QUESTION
+    )
+    assert not any(g.chunk.file == "dorm.md" for g in without)
+    assert with_lexicon and with_lexicon[0].chunk.file == "dorm.md"
