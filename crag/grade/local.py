@@ -64,6 +64,8 @@ LEXICAL = Model(
 # best-sentence cosine, cross-language, cross-language x best-sentence cosine, the chunk's standing and
 # its best sentence's standing among the index's chunks in its language], then the answer-kind
 # signal (crag/text/fact_kind.py: +1 an asked kind of fact is there, -1 it is not, 0 unknown).
+# The lexical part counts a question term's translations (crag/text/bilingual.py) as the term, so a
+# passage in the other language has lexical evidence too; refitted with them on 2026-12-01.
 # Fitted per chunk (bench/fit_grader.py --semantic --per-chunk --max-wrong 0.025 --floor-on
 # sample-docs) on eval/sample-docs, jsquad-dev and squad-dev; business-dev held out. upper: the best
 # routing accuracy among anchors whose confidently-wrong proxy (the top chunk lacks the answer, or
