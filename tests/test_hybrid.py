@@ -69,7 +69,8 @@ class GatedEmbedder:
 
 async def test_japanese_question_finds_the_english_allowance_through_the_dense_path(tmp_path: Path) -> None:
     docs = subset(tmp_path, "remote_work_policy.md", "benefits_and_welfare.md", "leave_policy.md")
-    settings = settings_for(docs, tmp_path)
+    # Without the bilingual lexicon, whose translated BM25 reaches it too (tests/test_bilingual.py).
+    settings = settings_for(docs, tmp_path, CRAG_LEXICON="")
     index, _ = open_local_index(settings)
     engine = build_engine(settings, index)
     query = await LocalKeywordRewriter(term_extractor()).rewrite(QUESTION_JA, [])
@@ -160,7 +161,8 @@ async def test_bot_answers_lexically_before_vectors_are_ready_and_hybrid_after(
     gated = GatedEmbedder(choice.local_embedder())
     monkeypatch.setattr(choice, "local_embedder", lambda: gated)  # where choose_embeddings looks it up
     docs = subset(tmp_path, "remote_work_policy.md", "benefits_and_welfare.md", "leave_policy.md")
-    runtime = BotRuntime(bot_settings(tmp_path, CRAG_DOCS_DIR=str(docs)))
+    # Without the bilingual lexicon: only the dense path can reach the English section then.
+    runtime = BotRuntime(bot_settings(tmp_path, CRAG_DOCS_DIR=str(docs), CRAG_LEXICON=""))
     await runtime.load_index()
     try:
         assert runtime.handle.engine is not None
