@@ -53,6 +53,19 @@ def workers_that_answered(log: str) -> set[str]:
     return set(re.findall(r" (w\d) aiohttp\.access: .*\"POST /api/messages", log))
 
 
+async def until_both_workers_serve(app: AppProcess, timeout: float = 120.0) -> None:
+    """The app answers health as soon as one worker listens; the other may still be loading (on a
+    busy machine, for seconds), and every connection until it binds the port goes to the first."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        async with aiohttp.ClientSession() as session, session.get(app.url + "/api/health") as r:
+            await r.read()
+        if set(re.findall(r" (w\d) aiohttp\.access: .*\"GET /api/health", app.log())) == {"w1", "w2"}:
+            return
+        await asyncio.sleep(0.1)
+    raise AssertionError(f"both workers did not answer within {timeout} s:\n{app.log()}")
+
+
 def worker_pids(app: AppProcess) -> list[int]:
     assert app.proc is not None
     children = Path(f"/proc/{app.proc.pid}/task/{app.proc.pid}/children").read_text().split()
@@ -62,6 +75,8 @@ def worker_pids(app: AppProcess) -> list[int]:
 async def test_turns_and_ratings_spread_over_two_workers_share_their_state(
     app: AppProcess, connector: FakeConnector
 ) -> None:
+    await until_both_workers_serve(app)
+
     async def conversation(c: int) -> dict[str, Any]:
         conv = f"conv-workers-{c}"
         first = make_activity(connector.url, text=PREVIOUS[0].question, conversation_id=conv)
