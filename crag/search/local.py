@@ -72,16 +72,12 @@ class LocalRetriever:
         translated = self._translated(query, question or query, depth, allowed)
         vectors = self._index.vectors
         if vectors is None or not vectors.chunks_ready:
-            if not translated:
-                return [GradedChunk(chunk=h.chunk, retrieval_score=h.score) for h in lexical[:top_k]]
-            fused = fuse([h.chunk for h in lexical], [], 0.0, self._weights, translated=translated)
-            return [GradedChunk(chunk=c, retrieval_score=score) for c, score in fused[:top_k]]
+            return self._without_vectors(lexical, translated, top_k)
         try:
             vector = await vectors.query_vector(question or query)
         except Exception as exc:  # the embedder failed: this turn stays lexical
             log.warning("query embedding failed (%s); lexical search only", exc.__class__.__name__)
-            fused = fuse([h.chunk for h in lexical], [], 0.0, self._weights, translated=translated)
-            return [GradedChunk(chunk=c, retrieval_score=score) for c, score in fused[:top_k]]
+            return self._without_vectors(lexical, translated, top_k)
         w = self._weights
         language = detect_language(question or query)
         dense = [h.chunk for h in self._index.search_vector(vector, w.depth, w.signal, None, allowed)]
@@ -93,6 +89,15 @@ class LocalRetriever:
             flip = "en" if language == "ja" else "ja"
             other = [h.chunk for h in self._index.search_vector(vector, w.depth, w.signal, flip, allowed)]
         fused = fuse([h.chunk for h in lexical], dense, w_dense, w, other, translated)
+        return [GradedChunk(chunk=c, retrieval_score=score) for c, score in fused[:top_k]]
+
+    def _without_vectors(
+        self, lexical: list[SearchHit], translated: list[Chunk], top_k: int
+    ) -> list[GradedChunk]:
+        """BM25 alone (its own scores), or fused with the translated BM25 when there is one."""
+        if not translated:
+            return [GradedChunk(chunk=h.chunk, retrieval_score=h.score) for h in lexical[:top_k]]
+        fused = fuse([h.chunk for h in lexical], [], 0.0, self._weights, translated=translated)
         return [GradedChunk(chunk=c, retrieval_score=score) for c, score in fused[:top_k]]
 
     def _lexical(self, query: str, k: int, allowed: np.ndarray | None) -> list[SearchHit]:
