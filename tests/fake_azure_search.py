@@ -27,7 +27,7 @@ from typing import Any, ClassVar
 
 from aiohttp import web
 
-from crag.eval.loopback import serve_on_loopback
+from crag.eval.loopback import LoopbackServer
 
 _INDEX_PATH = re.compile(r"^/indexes\('(?P<name>[^']+)'\)(?P<rest>/.*)?$")
 _KEY = re.compile(r"^[A-Za-z0-9_\-=]{1,1024}$")
@@ -48,8 +48,9 @@ class ODataError(ValueError):
     pass
 
 
-class FakeAzureSearch:
+class FakeAzureSearch(LoopbackServer):
     def __init__(self, api_key: str = "test-admin-key") -> None:
+        super().__init__()
         self.api_key = api_key
         self.indexes: dict[str, dict[str, Any]] = {}
         self.documents: dict[str, dict[str, dict[str, Any]]] = {}
@@ -60,19 +61,12 @@ class FakeAzureSearch:
         self._fail_status: int | None = None
         self._fail_times: int | None = None
         self._etag = 0
-        self._runner: web.AppRunner | None = None
-        self.url = ""
 
     # -- lifecycle ------------------------------------------------------------------------------
-    async def start(self) -> str:
-        app = web.Application(client_max_size=64 * 1024 * 1024)
-        app.router.add_route("*", "/{tail:.*}", self._dispatch)
-        self._runner, self.url = await serve_on_loopback(app)
-        return self.url
+    client_max_size = 64 * 1024 * 1024
 
-    async def stop(self) -> None:
-        if self._runner is not None:
-            await self._runner.cleanup()
+    def routes(self, app: web.Application) -> None:
+        app.router.add_route("*", "/{tail:.*}", self._dispatch)
 
     # -- test helpers ---------------------------------------------------------------------------
     def fail(self, status: int, times: int | None = None) -> None:

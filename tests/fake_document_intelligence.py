@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 from aiohttp import web
 
-from crag.eval.loopback import serve_on_loopback
+from crag.eval.loopback import LoopbackServer
 
 _ANALYZE = re.compile(r"^/documentintelligence/documentModels/(?P<model>[^/:]+):analyze$")
 _RESULT = re.compile(
@@ -36,8 +36,9 @@ class RecordedRequest:
     body: bytes
 
 
-class FakeDocumentIntelligence:
+class FakeDocumentIntelligence(LoopbackServer):
     def __init__(self, key: str = "test-di-key", markdown: str = "# Scanned\n\nText.") -> None:
+        super().__init__()
         self.key = key
         self.markdown = markdown
         self.polls_running = 1  # polls answered "running" before "succeeded"
@@ -48,18 +49,11 @@ class FakeDocumentIntelligence:
         self.requests: list[RecordedRequest] = []
         self._polls: dict[str, int] = {}
         self._ids = itertools.count(1)
-        self._runner: web.AppRunner | None = None
-        self.url = ""
 
-    async def start(self) -> str:
-        app = web.Application(client_max_size=64 * 1024 * 1024)
+    client_max_size = 64 * 1024 * 1024
+
+    def routes(self, app: web.Application) -> None:
         app.router.add_route("*", "/{tail:.*}", self._dispatch)
-        self._runner, self.url = await serve_on_loopback(app)
-        return self.url
-
-    async def stop(self) -> None:
-        if self._runner is not None:
-            await self._runner.cleanup()
 
     @property
     def analyzed(self) -> list[RecordedRequest]:

@@ -18,7 +18,7 @@ from typing import Any
 from aiohttp import web
 
 from crag.eval.judges import JUDGE
-from crag.eval.loopback import serve_on_loopback
+from crag.eval.loopback import LoopbackServer
 from crag.llm import prompts
 from texts import REFUSAL
 
@@ -38,29 +38,21 @@ def overlap_score(question: str, passage: str) -> float:
     return 0.9 if share >= 0.5 else 0.5 if share >= 0.3 else 0.1
 
 
-class FakeOpenAI:
+class FakeOpenAI(LoopbackServer):
     def __init__(self) -> None:
+        super().__init__()
         self.requests: list[dict[str, Any]] = []
         self.failures: list[str] = []  # consumed one per chat call: "429", "500", "slow", "junk"
         self.slow_seconds = 3.0
         self.grade_override: Callable[[str, str], float] | None = None
         self.refuse = False
         self.judge_reply = '{"fluency": 5, "groundedness": 5, "relevance": 4, "similarity": 3}'
-        self.url = ""
-        self._runner: web.AppRunner | None = None
 
-    async def start(self) -> str:
-        app = web.Application()
+    def routes(self, app: web.Application) -> None:
         app.router.add_post("/v1/chat/completions", self._chat)
         app.router.add_post("/v1/embeddings", self._embeddings)
         app.router.add_post("/openai/deployments/{deployment}/chat/completions", self._chat)
         app.router.add_post("/openai/deployments/{deployment}/embeddings", self._embeddings)
-        self._runner, self.url = await serve_on_loopback(app)
-        return self.url
-
-    async def stop(self) -> None:
-        if self._runner:
-            await self._runner.cleanup()
 
     def chats(self, task: str | None = None) -> list[dict[str, Any]]:
         rows = [r for r in self.requests if r["kind"] == "chat"]

@@ -16,7 +16,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
 )
 from opentelemetry.proto.common.v1.common_pb2 import AnyValue
 
-from crag.eval.loopback import serve_on_loopback
+from crag.eval.loopback import LoopbackServer
 
 
 @dataclass
@@ -41,24 +41,10 @@ def _attributes(pairs: Any) -> dict[str, Any]:
     return {kv.key: _value(kv.value) for kv in pairs}
 
 
-class _Server:
+class _Server(LoopbackServer):
     def __init__(self) -> None:
-        self.url = ""
+        super().__init__()
         self.requests: list[dict[str, str]] = []  # method, path, content type of every call
-        self._runner: web.AppRunner | None = None
-
-    def routes(self, app: web.Application) -> None:
-        raise NotImplementedError
-
-    async def start(self) -> str:
-        app = web.Application()
-        self.routes(app)
-        self._runner, self.url = await serve_on_loopback(app)
-        return self.url
-
-    async def stop(self) -> None:
-        if self._runner is not None:
-            await self._runner.cleanup()
 
     async def body(self, request: web.Request) -> bytes:
         self.requests.append({"method": request.method, "path": request.path, "type": request.content_type})

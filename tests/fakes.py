@@ -8,28 +8,21 @@ from typing import Any
 
 from aiohttp import web
 
-from crag.eval.loopback import serve_on_loopback
+from crag.eval.loopback import LoopbackServer
 
 
-class FakeConnector:
+class FakeConnector(LoopbackServer):
     """Plays the Emulator's side: receives the bot's replies at {serviceUrl}/v3/conversations/..."""
 
     def __init__(self) -> None:
+        super().__init__()
         self.activities: list[dict[str, Any]] = []
         self.requests: list[dict[str, Any]] = []  # method, path, headers of every call
-        self._runner: web.AppRunner | None = None
-        self.url = ""
 
-    async def start(self) -> None:
-        app = web.Application()
+    def routes(self, app: web.Application) -> None:
         app.router.add_post("/v3/conversations/{conversation}/activities", self._post)
         app.router.add_post("/v3/conversations/{conversation}/activities/{reply_to}", self._post)
         app.router.add_put("/v3/conversations/{conversation}/activities/{activity}", self._post)
-        self._runner, self.url = await serve_on_loopback(app)
-
-    async def stop(self) -> None:
-        if self._runner:
-            await self._runner.cleanup()
 
     async def _post(self, request: web.Request) -> web.Response:
         body = await request.json()

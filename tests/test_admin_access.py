@@ -24,7 +24,7 @@ from cryptography.hazmat.primitives.asymmetric import rsa
 import app as app_module
 from admin.access import COOKIE, FailureLimit, Sessions
 from config import BotSettings
-from crag.eval.loopback import serve_on_loopback
+from crag.eval.loopback import LoopbackServer
 from support import redact
 from tests.admin_data import fill, sqlite_backdate
 from tests.app_harness import Client, bot_settings, serve_app
@@ -243,24 +243,17 @@ def _b64(n: int) -> str:
     return base64.urlsafe_b64encode(n.to_bytes((n.bit_length() + 7) // 8, "big")).rstrip(b"=").decode()
 
 
-class FakeTenant:
+class FakeTenant(LoopbackServer):
     """The tenant's OpenID metadata and signing keys, as login.microsoftonline.com publishes them."""
 
     def __init__(self) -> None:
+        super().__init__()
         self.key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
         self.down = False
-        self.url = ""
-        self._runner: web.AppRunner | None = None
 
-    async def start(self) -> None:
-        app = web.Application()
+    def routes(self, app: web.Application) -> None:
         app.router.add_get("/v2.0/.well-known/openid-configuration", self._metadata)
         app.router.add_get("/discovery/v2.0/keys", self._keys)
-        self._runner, self.url = await serve_on_loopback(app)
-
-    async def stop(self) -> None:
-        if self._runner:
-            await self._runner.cleanup()
 
     @property
     def metadata_url(self) -> str:

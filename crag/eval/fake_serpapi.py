@@ -13,7 +13,7 @@ from typing import Any
 
 from aiohttp import web
 
-from crag.eval.loopback import serve_on_loopback
+from crag.eval.loopback import LoopbackServer
 
 
 def _bigrams(text: str) -> set[str]:
@@ -21,25 +21,17 @@ def _bigrams(text: str) -> set[str]:
     return {text[i : i + 2] for i in range(len(text) - 1)}
 
 
-class FakeSerpApi:
+class FakeSerpApi(LoopbackServer):
     def __init__(self, fixtures: dict[str, dict[str, Any]]) -> None:
+        super().__init__()
         self._fixtures = fixtures
         self._grams = {qid: _bigrams(str(f.get("question", ""))) for qid, f in fixtures.items()}
         self.current: str | None = None
         self.queries: list[str] = []
-        self.url = ""
-        self._runner: web.AppRunner | None = None
 
-    async def start(self) -> str:
-        app = web.Application()
+    def routes(self, app: web.Application) -> None:
         app.router.add_get("/search", self._search)
         app.router.add_get("/search.json", self._search)
-        self._runner, self.url = await serve_on_loopback(app)
-        return self.url
-
-    async def stop(self) -> None:
-        if self._runner is not None:
-            await self._runner.cleanup()
 
     def nearest(self, query: str) -> str | None:
         grams = _bigrams(query)
