@@ -263,3 +263,22 @@ async def test_lexical_retrieval_reaches_the_other_language_only_with_the_lexico
     ).search("monthly fee company dormitory", 5, QUESTION)
     assert not any(g.chunk.file == "dorm.md" for g in without)
     assert with_lexicon and with_lexicon[0].chunk.file == "dorm.md"
+
+
+def test_a_lexicon_made_while_the_bot_runs_is_taken_up(tmp_path: Path) -> None:
+    path = tmp_path / "later.sqlite"
+    assert translator_for(str(path), None) is None
+    assert lexicon_cli.main(["--jmdict", str(jmdict(tmp_path / "jamdict.db")), "--out", str(path)]) == 0
+    assert translator_for(str(path), None) is not None
+
+
+def test_a_lookup_that_fails_leaves_the_question_untranslated(
+    lexicon_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    broken = Lexicon.open(lexicon_path)
+    assert broken is not None
+    broken._db.close()  # as a file gone bad under a running bot would answer
+    with caplog.at_level(logging.WARNING):
+        assert alternatives(broken, "night shift", "en") == {}
+        assert alternatives(broken, "夜勤", "ja") == {}
+    assert caplog.text.count("question terms are not translated") == 1

@@ -23,7 +23,6 @@ import sqlite3
 import threading
 from collections import OrderedDict
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from functools import lru_cache
 from pathlib import Path
 from typing import Literal, Protocol
 
@@ -64,6 +63,7 @@ class Lexicon:
         # Read-only and shared by the event loop and worker threads; lookups are short and serialised.
         self._db = sqlite3.connect(f"file:{path}?mode=ro&immutable=1", uri=True, check_same_thread=False)
         self._lock = threading.Lock()
+        self._failed = False  # a lookup failed (logged once)
         self.headwords = int(self._meta("headwords") or 0)
 
     def _meta(self, key: str) -> str | None:
@@ -72,13 +72,22 @@ class Lexicon:
 
     def lookup(self, language: Literal["ja", "en"], run: Terms) -> list[Translation]:
         """The translations of one run of terms of `language` (empty when it is not a headword or gloss)."""
-        with self._lock:
-            row = self._db.execute(
-                "SELECT value FROM entry WHERE lang = ? AND key = ?", (language, _KEY_SEP.join(run))
-            ).fetchone()
-        if row is None:
+        try:
+            with self._lock:
+                row = self._db.execute(
+                    "SELECT value FROM entry WHERE lang = ? AND key = ?", (language, _KEY_SEP.join(run))
+                ).fetchone()
+            if row is None:
+                return []
+            return [(tuple(terms), int(rank), bool(common)) for terms, rank, common in json.loads(row[0])]
+        except (sqlite3.Error, ValueError, TypeError) as e:
+            # A file damaged after it was opened: this turn goes untranslated, it does not fail.
+            if not self._failed:
+                log.warning(
+                    "bilingual lexicon %s unreadable (%s): question terms are not translated", self.path, e
+                )
+                self._failed = True
             return []
-        return [(tuple(terms), int(rank), bool(common)) for terms, rank, common in json.loads(row[0])]
 
     def alternatives(
         self, terms: tuple[str, ...], language: Literal["ja", "en"], known: Callable[[str], bool]
@@ -221,10 +230,20 @@ def translator_for(lexicon_path: str, index: DocFreq | None) -> Translator | Non
     return Translator(lexicon, known)
 
 
-@lru_cache(maxsize=4)
+_opened: dict[Path, Lexicon] = {}
+_opened_lock = threading.Lock()
+
+
 def _open(path: Path) -> Lexicon | None:
-    # One connection per process: engines and retrievers are rebuilt when the index changes.
-    return Lexicon.open(path)
+    # One connection per process: engines and retrievers are rebuilt when the index changes. A
+    # missing file is looked for again then, so a lexicon made while the bot runs is taken up.
+    with _opened_lock:
+        lexicon = _opened.get(path)
+        if lexicon is None:
+            lexicon = Lexicon.open(path)
+            if lexicon is not None:
+                _opened[path] = lexicon
+        return lexicon
 
 
 def lexicon_status(lexicon_path: str) -> dict[str, object]:
