@@ -48,3 +48,12 @@ def test_the_to_of_toki_is_not_a_conjunction() -> None:
     assert (
         len(question_parts("さくら寮とみどり寮、寮費はそれぞれ月いくら？")) == 2
     )  # a real 「AとB、それぞれ」
+
+
+def test_a_conjunction_opening_a_later_part_is_not_part_of_it() -> None:
+    # Left in, 「あと」 became a search keyword of the second part (後, "after").
+    assert question_parts("健康診断っていつからいつまで？あと再検査になったら補助いくら？") == [
+        "健康診断っていつからいつまで?",
+        "再検査になったら補助いくら?",
+    ]
+    assert question_parts("what's the desk extension? and when is it open?")[1] == "when is it open?"

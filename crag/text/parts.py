@@ -45,6 +45,9 @@ _EACH = re.compile(
 )
 # Short pieces ("で？", "and?") are not a part of their own.
 _MIN_CHARS = 4
+# A conjunction opening a later part ("…？あと再検査は？") joins it to the one before; left in, it
+# becomes a search keyword of its own (あと: 後, "after").
+_LEADING = re.compile(r"^(?:(?:あと|それと|それから|また)[、,]?\s*|(?:and|also|plus)\s+)", re.IGNORECASE)
 
 
 def question_parts(question: str) -> list[str]:
@@ -68,4 +71,5 @@ def question_parts(question: str) -> list[str]:
         parts.append(f"{context} {piece}".strip() if context else piece)
         context = ""
     parts = [p for part in parts for p in _AND.split(part) if len(p) >= _MIN_CHARS]
+    parts = parts[:1] + [_LEADING.sub("", p, count=1) for p in parts[1:]]
     return parts if len(parts) >= 2 else [question]
