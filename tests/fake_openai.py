@@ -42,7 +42,9 @@ class FakeOpenAI(LoopbackServer):
     def __init__(self) -> None:
         super().__init__()
         self.requests: list[dict[str, Any]] = []
-        self.failures: list[str] = []  # consumed one per chat call: "429", "500", "slow", "junk"
+        # Consumed one per chat call: "429", "500", "slow", "junk", "reasoning" (rejects max_tokens,
+        # then temperature, with 400s as reasoning models do, until neither is sent).
+        self.failures: list[str] = []
         self.slow_seconds = 3.0
         self.grade_override: Callable[[str, str], float] | None = None
         self.refuse = False
@@ -85,6 +87,17 @@ class FakeOpenAI(LoopbackServer):
             )
         if failure == "500":
             return web.json_response({"error": {"message": "boom"}}, status=500)
+        if failure == "reasoning" and ("max_tokens" in body or "temperature" in body):
+            # What reasoning models answer: one rejected parameter per reply.
+            name = "max_tokens" if "max_tokens" in body else "temperature"
+            hint = " Use 'max_completion_tokens' instead." if name == "max_tokens" else ""
+            message = f"Unsupported parameter: '{name}' is not supported with this model.{hint}"
+            self.failures.insert(0, "reasoning")
+            return web.json_response(
+                {"error": {"message": message, "type": "invalid_request_error"}}, status=400
+            )
+        if failure == "reasoning":
+            failure = ""
         if failure == "slow":
             await asyncio.sleep(self.slow_seconds)
         content = "I think this is quite relevant, really." if failure == "junk" else self._answer(task, user)

@@ -7,12 +7,14 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
+import openai
 import pytest
 
 from cards.answer_card import answer_card
 from crag.engine import CragEngine
 from crag.factory import build_engine, open_local_index
 from crag.grade.llm import parse_score, parse_scores
+from crag.llm.client import LlmClient
 from crag.models import Branch, Turn
 from crag.settings import CragSettings
 from tests.conftest import SAMPLE_DOCS
@@ -98,6 +100,23 @@ async def test_rate_limit_is_retried_then_succeeds(fake: FakeOpenAI, index_dir: 
     rewrites = fake.chats("rewrite")
     assert len(rewrites) == 2  # the SDK retried after Retry-After
     assert result.notices == []  # nothing fell back
+
+
+async def test_a_model_that_rejects_max_tokens_and_temperature_is_asked_again_without_them(
+    fake: FakeOpenAI, index_dir: Path
+) -> None:
+    fake.failures = ["reasoning"]
+    engine = _engine(index_dir, **_openai_env(fake))
+    try:
+        result = await engine.run("What is the monthly remote work allowance?")
+    finally:
+        await engine.close()
+    first, second, third, *later = fake.chats()
+    assert "max_tokens" in first["body"] and "temperature" in first["body"]
+    assert "max_completion_tokens" in second["body"] and "temperature" in second["body"]
+    assert "max_completion_tokens" in third["body"] and "temperature" not in third["body"]
+    assert later and all("max_tokens" not in c["body"] and "temperature" not in c["body"] for c in later)
+    assert result.notices == [] and result.answer  # nothing fell back to the local components
 
 
 async def test_timeout_falls_back_to_local_components(
@@ -257,3 +276,27 @@ def test_the_stream_shows_the_answer_and_never_the_follow_up_suggestions() -> No
     assert all(answer.startswith(s) for s in shown)
     assert shown[-1] == answer
     assert "Core hours are 10:30 to 14:30 [1" in shown[len("Core hours are 10:30 to 14:30 [1")]
+
+
+async def test_azure_with_an_entra_id_token_sends_the_token_not_a_key(fake: FakeOpenAI) -> None:
+    issued: list[str] = []
+
+    async def token_provider() -> str:  # as azure-identity's get_bearer_token_provider gives one
+        issued.append("token")
+        return f"entra-token-{len(issued)}"
+
+    sdk = openai.AsyncAzureOpenAI(
+        azure_endpoint=fake.url, api_version="2024-10-21", azure_ad_token_provider=token_provider
+    )
+    client = LlmClient(sdk, "gpt4o-deploy")
+    try:
+        await client.chat("Rewrite the question as search keywords.", "What is the allowance?")
+        await client.chat("Rewrite the question as search keywords.", "And at the plants?")
+    finally:
+        await client.close()
+    first, second = fake.chats()
+    assert first["path"] == "/openai/deployments/gpt4o-deploy/chat/completions"
+    assert first["query"]["api-version"] == "2024-10-21"
+    assert first["headers"]["Authorization"] == "Bearer entra-token-1"
+    assert second["headers"]["Authorization"] == "Bearer entra-token-2"  # asked each call: it caches
+    assert "api-key" not in first["headers"]

@@ -1,8 +1,10 @@
 """One OpenAI-compatible chat / embeddings client for the whole process.
 
 Azure OpenAI (API key or Entra ID) or OpenAI and any compatible server (OPENAI_BASE_URL). The
-SDK's own retries handle 429 and 5xx with exponential backoff and honour Retry-After; each call has
-a timeout; a semaphore bounds the calls in flight. Every failure surfaces as LlmUnavailable with a
+non-streaming chat call, most of a turn's calls, is posted directly (chat_http.py: the SDK's request
+building cost a quarter of the app's CPU under load), streaming and embeddings go through the SDK;
+both retry 429 and 5xx with exponential backoff and honour Retry-After; each call has a timeout; a
+semaphore bounds the calls in flight. Every failure surfaces as LlmUnavailable with a
 message that is safe to log (no key, no prompt), so providers can fall back to local components.
 """
 
@@ -14,10 +16,10 @@ from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 import openai
-from openai.types.chat import ChatCompletion
 
 from crag import trace
 from crag.breaker import CircuitBreaker
+from crag.llm.chat_http import ChatEndpoint, ChatHttpError
 from crag.llm.settings import LlmSettings
 
 log = logging.getLogger(__name__)
@@ -38,8 +40,11 @@ class LlmClient:
         timeout: float = 20.0,
         concurrency: int = 5,
         name: str = "openai",
+        chat_endpoint: ChatEndpoint | None = None,
     ) -> None:
         self._client = client
+        # Non-streaming chat, most of a turn's calls, is posted without the SDK (chat_http.py).
+        self._endpoint = chat_endpoint or _endpoint_of(client, model, timeout)
         self.model = model
         self.embedding_model = embedding_model
         self.name = name
@@ -107,33 +112,31 @@ class LlmClient:
                 if self._send_temperature:
                     body["temperature"] = temperature
                 try:
-                    # The SDK's typed create() re-validates every parameter through typing
-                    # introspection, which costs more CPU than the rest of a turn under load; the
-                    # body is plain JSON we build ourselves, so post it as is (same retries,
-                    # timeouts, authentication and Azure deployment routing).
-                    response = await self._client.post(
-                        "/chat/completions",
-                        body=body,
-                        cast_to=ChatCompletion,
-                        options={"timeout": self._timeout},
-                    )
-                except openai.BadRequestError as exc:
-                    if self._adjust(exc):
-                        continue
-                    raise LlmUnavailable(_describe(exc)) from None
-                except openai.OpenAIError as exc:
+                    reply = await self._endpoint.post(body)
+                except ChatHttpError as exc:
+                    if exc.status == 400:
+                        if self._adjust(exc.message):
+                            continue
+                        raise LlmUnavailable("HTTP 400") from None
                     self.breaker.failure()
-                    raise LlmUnavailable(_describe(exc)) from None
+                    raise LlmUnavailable(_describe_http(exc)) from None
                 break
+        try:
+            usage = reply.get("usage") or {}
+            choices = reply.get("choices") or []
+            content = (choices[0].get("message") or {}).get("content") if choices else None
+            prompt_tokens, completion_tokens = usage.get("prompt_tokens"), usage.get("completion_tokens")
+        except (AttributeError, TypeError, IndexError):
+            self.breaker.failure()
+            raise LlmUnavailable("invalid response") from None
         self.breaker.success()
         turn = trace.current()
         turn.llm_calls += 1
-        if response.usage is not None:
-            turn.prompt_tokens += response.usage.prompt_tokens or 0
-            turn.completion_tokens += response.usage.completion_tokens or 0
-        if not response.choices:
+        turn.prompt_tokens += prompt_tokens if isinstance(prompt_tokens, int) else 0
+        turn.completion_tokens += completion_tokens if isinstance(completion_tokens, int) else 0
+        if not choices:
             raise LlmUnavailable("empty response")
-        return response.choices[0].message.content or ""
+        return content if isinstance(content, str) else ""
 
     async def chat_stream(
         self,
@@ -191,8 +194,9 @@ class LlmClient:
         ordered = sorted(response.data, key=lambda d: d.index)
         return [list(d.embedding) for d in ordered]
 
-    def _adjust(self, exc: openai.BadRequestError) -> bool:
-        message = str(exc)
+    def _adjust(self, message: str) -> bool:
+        """Learn from a 400 that names a parameter the model rejects; True when the call can be
+        retried without it."""
         if self._token_param == "max_tokens" and "max_completion_tokens" in message:
             self._token_param = "max_completion_tokens"
             return True
@@ -202,7 +206,43 @@ class LlmClient:
         return False
 
     async def close(self) -> None:
+        await self._endpoint.close()
         await self._client.close()
+
+
+def _endpoint_of(client: openai.AsyncOpenAI, model: str, timeout: float) -> ChatEndpoint:
+    """Where and how the SDK client would post a chat completion: its base URL (Azure: the
+    deployment's path and the API version), its key header, or an Entra ID token from its provider."""
+    base = str(client.base_url).rstrip("/")
+    if isinstance(client, openai.AsyncAzureOpenAI):
+        version = client._custom_query.get("api-version", "")
+        url = f"{base}/deployments/{model}/chat/completions?api-version={version}"
+        provider = client._azure_ad_token_provider
+        key = client.api_key
+
+        async def azure_headers() -> dict[str, str]:
+            if provider is not None:
+                token = provider()
+                if not isinstance(token, str):
+                    token = await token
+                return {"Authorization": f"Bearer {token}"}
+            return {"api-key": key}
+
+        return ChatEndpoint(url, azure_headers, client.max_retries, timeout)
+    fixed = {"Authorization": f"Bearer {client.api_key}"}
+
+    async def headers() -> dict[str, str]:
+        return fixed
+
+    return ChatEndpoint(f"{base}/chat/completions", headers, client.max_retries, timeout)
+
+
+def _describe_http(exc: ChatHttpError) -> str:
+    if exc.kind == "timeout":
+        return "timeout"
+    if exc.kind == "connection":
+        return "connection failed"
+    return f"HTTP {exc.status}"
 
 
 def _http_client() -> openai.DefaultAioHttpClient:
