@@ -1,6 +1,6 @@
 """Fusion of the lexical (BM25) and dense (cosine) rankings of the local index.
 
-Weighted reciprocal rank fusion of three rankings, score(c) = sum of w / (k + rank(c)), ranks from 1,
+Weighted reciprocal rank fusion of up to four rankings, score(c) = sum of w / (k + rank(c)), ranks from 1,
 a chunk absent from a list contributing nothing there:
 - BM25 over Sudachi terms (w_lex);
 - dense: cosine of the chunk's vector plus that of its best sentence (w_same, or w_cross when most
@@ -8,8 +8,12 @@ a chunk absent from a list contributing nothing there:
 - dense over the chunks in the *other* language only (w_other). Language-aware on purpose: e5 ranks
   passages in the question's language first, and BM25 cannot cross languages at all, so with plain
   fusion a Japanese question never reaches its English section (business-dev cross-language recall@5:
-  0.30 lexical, 0.35 with plain dense fusion, 1.00 with this list).
-The weights were fitted with `bench/fit_fusion.py` (figures in bench/README.md).
+  0.30 lexical, 0.35 with plain dense fusion, 1.00 with this list);
+- BM25 over the question's terms translated into the other language (w_translated,
+  crag/text/bilingual.py), the lexical side of a cross-language question.
+The weights but w_translated were fitted with `bench/fit_fusion.py` (figures in bench/README.md);
+w_translated = 0.5 was chosen between 0.5 and 1.0, which tied on eval/sample-docs (answers holding
+the gold 0.758 with either, 2026-12-01); the lower one changes same-language questions less.
 """
 
 from __future__ import annotations
