@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import json
 from datetime import UTC, datetime
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, field_validator
+from pydantic import BaseModel, BeforeValidator, field_validator
 
 
 def _json(value: Any, kind: type) -> Any:
@@ -40,33 +40,32 @@ def _flag(value: Any) -> bool:
     return bool(value) and value not in ("0", "false")
 
 
+def _strings(value: Any) -> list[str]:
+    return [str(x) for x in _json(value, list)]
+
+
+# The column types both records share: a time in UTC, and a JSON list of strings.
+UtcTime = Annotated[datetime, BeforeValidator(_utc)]
+JsonStrings = Annotated[list[str], BeforeValidator(_strings)]
+
+
 class AnswerRecord(BaseModel):
     """One answer the bot gave (no conversation or user id: reports do not need who asked)."""
 
     result_id: str
-    created_at: datetime
+    created_at: UtcTime
     channel_id: str
     language: str
     question: str
     answer: str
     branch: str
-    cited_files: list[str]
-    web_urls: list[str]
+    cited_files: JsonStrings
+    web_urls: JsonStrings
     refused: bool
     cache_hit: bool
     # Milliseconds per engine stage; None for answers stored before the stores kept them.
     timings_ms: dict[str, float] | None
     web_status: str
-
-    @field_validator("created_at", mode="before")
-    @classmethod
-    def _time(cls, value: Any) -> Any:
-        return _utc(value)
-
-    @field_validator("cited_files", "web_urls", mode="before")
-    @classmethod
-    def _list(cls, value: Any) -> list[str]:
-        return [str(x) for x in _json(value, list)]
 
     @field_validator("refused", "cache_hit", mode="before")
     @classmethod
@@ -85,7 +84,7 @@ class AnswerRecord(BaseModel):
 class RatingRecord(BaseModel):
     """One user's rating of an answer, with the answer as it was rated and its web sources."""
 
-    updated_at: datetime
+    updated_at: UtcTime
     result_id: str
     reaction: Literal["up", "down"]
     comment: str
@@ -93,19 +92,9 @@ class RatingRecord(BaseModel):
     question: str
     answer: str
     branch: str
-    cited_files: list[str]
-    web_urls: list[str]
+    cited_files: JsonStrings
+    web_urls: JsonStrings
     channel_id: str
-
-    @field_validator("updated_at", mode="before")
-    @classmethod
-    def _time(cls, value: Any) -> Any:
-        return _utc(value)
-
-    @field_validator("cited_files", "web_urls", mode="before")
-    @classmethod
-    def _list(cls, value: Any) -> list[str]:
-        return [str(x) for x in _json(value, list)]
 
 
 ANSWER_COLUMNS = [name for name in AnswerRecord.model_fields]
