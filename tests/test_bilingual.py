@@ -27,7 +27,7 @@ from crag.search.local import LocalRetriever
 from crag.search.local_index import LocalIndex
 from crag.settings import CragSettings
 from crag.text import lexicon as lexicon_cli
-from crag.text.bilingual import Lexicon, Translator, translator_for
+from crag.text.bilingual import Lexicon, Translator, lexicon_status, translator_for
 from crag.text.tokenize import term_extractor
 
 # (JMdict idseq, kanji spellings, kana spellings, common word, senses: glosses)
@@ -265,9 +265,14 @@ async def test_lexical_retrieval_reaches_the_other_language_only_with_the_lexico
     assert with_lexicon and with_lexicon[0].chunk.file == "dorm.md"
 
 
-def test_a_lexicon_made_while_the_bot_runs_is_taken_up(tmp_path: Path) -> None:
+def test_a_lexicon_made_while_the_bot_runs_is_taken_up(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
     path = tmp_path / "later.sqlite"
-    assert translator_for(str(path), None) is None
+    with caplog.at_level(logging.INFO, logger="crag.text.bilingual"):
+        assert translator_for(str(path), None) is None
+        assert lexicon_status(str(path))["enabled"] is False  # /api/health looks again: said once
+    assert caplog.text.count("no bilingual lexicon") == 1
     assert lexicon_cli.main(["--jmdict", str(jmdict(tmp_path / "jamdict.db")), "--out", str(path)]) == 0
     assert translator_for(str(path), None) is not None
 

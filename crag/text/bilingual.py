@@ -49,6 +49,7 @@ MAX_RUN = 4
 HEAD_WORD_PENALTY = 2
 FORMAT = 1
 _KEY_SEP = "\t"
+_UNREADABLE = "bilingual lexicon %s unreadable (%s): question terms are not translated"
 
 
 class Lexicon:
@@ -83,9 +84,7 @@ class Lexicon:
         except (sqlite3.Error, ValueError, TypeError) as e:
             # A file damaged after it was opened: this turn goes untranslated, it does not fail.
             if not self._failed:
-                log.warning(
-                    "bilingual lexicon %s unreadable (%s): question terms are not translated", self.path, e
-                )
+                log.warning(_UNREADABLE, self.path, e)
                 self._failed = True
             return []
 
@@ -113,11 +112,12 @@ class Lexicon:
         return out
 
     @classmethod
-    def open(cls, path: Path) -> Lexicon | None:
-        """The lexicon at `path`, or None (logged) when it is missing or unreadable: the grader and
-        composer then work without translations, as before."""
+    def open(cls, path: Path, report: bool = True) -> Lexicon | None:
+        """The lexicon at `path`, or None (logged, when `report`) when it is missing or unreadable:
+        the grader and composer then work without translations, as before."""
         if not path.is_file():
-            log.info("no bilingual lexicon at %s (python -m crag.text.lexicon makes it)", path)
+            if report:
+                log.info("no bilingual lexicon at %s (python -m crag.text.lexicon makes it)", path)
             return None
         lexicon = None
         try:
@@ -127,7 +127,8 @@ class Lexicon:
         except (sqlite3.Error, ValueError) as e:
             if lexicon is not None:
                 lexicon._db.close()
-            log.warning("bilingual lexicon %s unreadable (%s): question terms are not translated", path, e)
+            if report:
+                log.warning(_UNREADABLE, path, e)
             return None
         return lexicon
 
@@ -231,17 +232,21 @@ def translator_for(lexicon_path: str, index: DocFreq | None) -> Translator | Non
 
 
 _opened: dict[Path, Lexicon] = {}
+_reported: set[Path] = set()  # missing or unreadable, said once
 _opened_lock = threading.Lock()
 
 
 def _open(path: Path) -> Lexicon | None:
     # One connection per process: engines and retrievers are rebuilt when the index changes. A
-    # missing file is looked for again then, so a lexicon made while the bot runs is taken up.
+    # missing file is looked for again then (and by /api/health), so a lexicon made while the bot
+    # runs is taken up; why it is missing is logged once, not at every look.
     with _opened_lock:
         lexicon = _opened.get(path)
         if lexicon is None:
-            lexicon = Lexicon.open(path)
-            if lexicon is not None:
+            lexicon = Lexicon.open(path, report=path not in _reported)
+            if lexicon is None:
+                _reported.add(path)
+            else:
                 _opened[path] = lexicon
         return lexicon
 
