@@ -17,11 +17,11 @@ from typing import Literal
 from crag.grade.semantic import VectorSource, centred
 from crag.models import Citation, GeneratedAnswer, GradedChunk, WebResult
 from crag.protocols import TextSink
-from crag.text.bilingual import Translator
+from crag.text.bilingual import Translator, question_query
 from crag.text.chunk_terms import ChunkTermsMemo
 from crag.text.fact_kind import asked_kinds, kind_signal
 from crag.text.lang import detect_language
-from crag.text.overlap import WeightedQuery, weighted_query
+from crag.text.overlap import WeightedQuery
 from crag.text.parts import question_parts
 from crag.text.question import asks_for_number, has_number
 from crag.text.sentences import LIST_ITEM, split_sentences
@@ -167,9 +167,7 @@ class ExtractiveComposer:
         return GeneratedAnswer(text=text, citations=citations)
 
     def _query(self, question: str) -> WeightedQuery:
-        words = self._index.words(question)
-        query = weighted_query(words, self._index.idf)
-        return self._translator(query, words, question) if self._translator else query
+        return question_query(self._index, question, self._translator)
 
     async def _meaning(self, question: str, chunks: Sequence[GradedChunk]) -> dict[str, dict[str, float]]:
         """Per chunk id, each sentence's centred cosine to the question (empty without vectors)."""

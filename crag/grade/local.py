@@ -31,11 +31,11 @@ from dataclasses import dataclass
 from crag.grade.evidence import ChunkSpans, Features, Span, features
 from crag.grade.semantic import SemanticEvidence, VectorSource, evidence
 from crag.models import Chunk
-from crag.text.bilingual import Translator
+from crag.text.bilingual import Translator, question_query
 from crag.text.chunk_terms import ChunkTermsMemo
 from crag.text.fact_kind import asked_kinds, kind_signal
 from crag.text.lang import detect_language
-from crag.text.overlap import WeightedQuery, weighted_query
+from crag.text.overlap import WeightedQuery
 from crag.text.question import asks_for_number
 from crag.text.stats import TermStats
 
@@ -182,9 +182,7 @@ class LocalGrader:
         ], True
 
     def query(self, question: str, translate: bool = True) -> WeightedQuery:
-        words = self._index.words(question)
-        query = weighted_query(words, self._index.idf)
-        return self._translator(query, words, question) if self._translator and translate else query
+        return question_query(self._index, question, self._translator if translate else None)
 
     def features(self, query: WeightedQuery, chunk: Chunk, wants_number: bool) -> Features:
         return features(query, self.spans(chunk), wants_number)

@@ -27,7 +27,8 @@ from pathlib import Path
 from typing import Literal, Protocol
 
 from crag.text.lang import detect_language
-from crag.text.overlap import WeightedQuery
+from crag.text.overlap import WeightedQuery, weighted_query
+from crag.text.stats import TermStats
 from crag.text.tokenize import Word
 
 log = logging.getLogger(__name__)
@@ -216,6 +217,14 @@ class Translator:
             if len(self._memo) > self._memo_size:
                 self._memo.popitem(last=False)
         return found
+
+
+def question_query(stats: TermStats, question: str, translator: Translator | None) -> WeightedQuery:
+    """The question's weighted terms (idf of the index), with their translations when a translator
+    is given: what the grader and the composer both match passages against."""
+    words = stats.words(question)
+    query = weighted_query(words, stats.idf)
+    return translator(query, words, question) if translator is not None else query
 
 
 def translator_for(lexicon_path: str, index: DocFreq | None) -> Translator | None:
