@@ -16,12 +16,10 @@ import dataclasses
 import hashlib
 import json
 import logging
-import os
 import shutil
 import time
 from collections import Counter
 from collections.abc import Callable, Iterator, Mapping
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
@@ -38,6 +36,7 @@ from crag.ingest.chunker import chunk_document, document_url
 from crag.ingest.loaders import Document, DocumentError, discover, load
 from crag.ingest.ocr.engine import OcrEngine
 from crag.ingest.ocr.scans import OcrContext, ScanReport
+from crag.ingest.term_pool import TermPool
 from crag.models import Chunk
 from crag.search.local_index import (
     BM25_DIR,
@@ -185,57 +184,66 @@ def build_local_index(
     fresh: list[int] = []  # positions of chunks read in this build (their terms still to compute)
     links: list[str] = []  # symbolic links met (never followed): reported, not counted as files
     files = discover(docs_dir, links)
-    for i, path in enumerate(files):
-        rel = path.relative_to(docs_dir).as_posix()
-        if progress:
-            progress(path.name, i, len(files))
-        allowed = rules.allowed_for(rel)
-        old = previous.get(rel)
-        if old is not None and old[0] == hashes.get(rel):
-            reused += 1
-            if rel in old_scans:
-                scans[rel] = old_scans[rel]
-            for chunk, terms in old[1]:
-                if chunk.allowed != allowed:
-                    chunk = chunk.model_copy(update={"allowed": allowed})
+    # Files read again (new or changed): enough text to be worth tokenizing in helper processes,
+    # which start now and work while the files are read.
+    expected = sum(_size(p) for p in files if _changed(p.relative_to(docs_dir).as_posix(), previous, hashes))
+    with TermPool(expected) as pool:
+        for i, path in enumerate(files):
+            rel = path.relative_to(docs_dir).as_posix()
+            if progress:
+                progress(path.name, i, len(files))
+            allowed = rules.allowed_for(rel)
+            old = previous.get(rel)
+            if old is not None and old[0] == hashes.get(rel):
+                reused += 1
+                if rel in old_scans:
+                    scans[rel] = old_scans[rel]
+                for chunk, terms in old[1]:
+                    if chunk.allowed != allowed:
+                        chunk = chunk.model_copy(update={"allowed": allowed})
+                    chunks.append(chunk)
+                    tokens.append(terms)
+                continue
+            read_started = time.perf_counter()
+            scan: ScanReport | None
+            try:
+                doc = load(
+                    path, docs_dir, OcrContext(ocr, _page_progress(progress, path.name, i, len(files)))
+                )
+                scan = doc.scan
+            except DocumentError as exc:
+                log.warning("skipping document: %s", exc)
+                skipped.append(str(exc))
+                scan = exc.scan
+                doc = None
+            if scan is not None:
+                scans[rel] = asdict(scan)
+                ocr_pages += scan.read
+                ocr_skipped += scan.skipped
+                ocr_seconds += time.perf_counter() - read_started
+                if doc is not None and scan.skipped:
+                    note = f"{rel}: {scan.skipped} of {scan.scanned} scanned page(s) not read ({scan.reason})"
+                    log.warning("indexed without some pages: %s", note)
+                    ocr_notes.append(note)
+            if doc is None:
+                continue
+            doc = replace(doc, allowed=allowed)
+            total_bytes += len(doc.text.encode())
+            for chunk in chunk_document(doc, max_chars, document_url(base_url, doc.file), max_tokens):
                 chunks.append(chunk)
-                tokens.append(terms)
-            continue
-        read_started = time.perf_counter()
-        scan: ScanReport | None
-        try:
-            doc = load(path, docs_dir, OcrContext(ocr, _page_progress(progress, path.name, i, len(files))))
-            scan = doc.scan
-        except DocumentError as exc:
-            log.warning("skipping document: %s", exc)
-            skipped.append(str(exc))
-            scan = exc.scan
-            doc = None
-        if scan is not None:
-            scans[rel] = asdict(scan)
-            ocr_pages += scan.read
-            ocr_skipped += scan.skipped
-            ocr_seconds += time.perf_counter() - read_started
-            if doc is not None and scan.skipped:
-                note = f"{rel}: {scan.skipped} of {scan.scanned} scanned page(s) not read ({scan.reason})"
-                log.warning("indexed without some pages: %s", note)
-                ocr_notes.append(note)
-        if doc is None:
-            continue
-        doc = replace(doc, allowed=allowed)
-        total_bytes += len(doc.text.encode())
-        for chunk in chunk_document(doc, max_chars, document_url(base_url, doc.file), max_tokens):
-            chunks.append(chunk)
-            tokens.append([])
-            fresh.append(len(chunks) - 1)
-    if progress:
-        progress("", len(files), len(files))
-    warn_about(rules, [f.relative_to(docs_dir).as_posix() for f in files])
-    parts = _Parts(chunks, tokens, fresh, total_bytes, reused)
-    documents = len(files) - len(skipped)
-    index, report = _finish(
-        index_dir, fingerprint, parts, documents, links + skipped, started, {"scans": scans}
-    )
+                tokens.append([])
+                fresh.append(len(chunks) - 1)
+                # Title and section headers are searchable: questions name the subject the body
+                # leaves implicit.
+                pool.add(chunk.framed_text)
+        if progress:
+            progress("", len(files), len(files))
+        warn_about(rules, [f.relative_to(docs_dir).as_posix() for f in files])
+        parts = _Parts(chunks, tokens, fresh, total_bytes, reused, pool)
+        documents = len(files) - len(skipped)
+        index, report = _finish(
+            index_dir, fingerprint, parts, documents, links + skipped, started, {"scans": scans}
+        )
     index.scans = scans
     index.ocr_engine = ocr_name
     report = dataclasses.replace(
@@ -258,6 +266,8 @@ class _Parts:
     fresh: list[int]  # positions of chunks read in this build (their terms still to compute)
     bytes: int = 0
     reused: int = 0
+    # The fresh chunks' terms in the making, in order (a folder's build adds them as it reads).
+    pool: TermPool | None = None
 
 
 def _finish(
@@ -272,13 +282,15 @@ def _finish(
     """Tokenize the fresh chunks, index everything with BM25 and write the index folder."""
     extractor = term_extractor()
     chunks, tokens = parts.chunks, parts.tokens
-    # Sudachi releases the GIL while it tokenizes: threads use every core for the bulk of a build.
-    workers = min(4, os.cpu_count() or 1)
-    with ThreadPoolExecutor(workers) as pool:
-        # Title and section headers are searchable: questions name the subject the body leaves implicit.
-        texts = [chunks[i].framed_text for i in parts.fresh]
-        for i, terms in zip(parts.fresh, pool.map(extractor.terms, texts, chunksize=64), strict=True):
-            tokens[i] = terms
+    if parts.pool is None:
+        with TermPool(parts.bytes) as pool:
+            for i in parts.fresh:
+                pool.add(chunks[i].framed_text)
+            fresh_terms = pool.results()
+    else:
+        fresh_terms = parts.pool.results()
+    for i, terms in zip(parts.fresh, fresh_terms, strict=True):
+        tokens[i] = terms
     df: Counter[str] = Counter()
     for toks in tokens:
         df.update(set(toks))
@@ -300,6 +312,18 @@ def _finish(
         reused=parts.reused,
     )
     return index, report
+
+
+def _changed(rel: str, previous: Mapping[str, tuple[str, object]], hashes: Mapping[str, str]) -> bool:
+    old = previous.get(rel)
+    return old is None or old[0] != hashes.get(rel)
+
+
+def _size(path: Path) -> int:
+    try:
+        return path.stat().st_size
+    except OSError:
+        return 0
 
 
 def _ocr_name(ocr: OcrEngine | None) -> str:

@@ -14,6 +14,8 @@ _BOUNDARY = re.compile(
     r"(?<=[。！？!?])(?![」』）)\"'”’])\s*"
     r"|(?<=[.])[\"'”’)\]]*\s+(?=[A-Z0-9\"“(\[])"
 )
+# Where _BOUNDARY's matches start, with the terminator (or line break) matched before the offset.
+_ENDS = re.compile(r"[。！？!?](?![」』）)\"'”’])|\.(?=[\"'”’)\]]*\s+[A-Z0-9\"“(\[])|\n")
 # Abbreviations after which a period does not end an English sentence.
 _ABBREVIATIONS = re.compile(
     r"\b(?:e\.g|i\.e|etc|vs|Mr|Mrs|Ms|Dr|Prof|St|No|Inc|Ltd|Co|Corp|U\.S|approx|ca|cf|Jan|Feb|Mar|Apr|"
@@ -70,9 +72,9 @@ def split_sentences(text: str) -> list[str]:
 
 def sentence_ends(text: str) -> list[int]:
     """Offsets just after each sentence end or line break, for cutting raw text without losing any."""
-    ends = {m.start() for m in _BOUNDARY.finditer(text) if m.start() > 0}
-    ends.update(i + 1 for i, ch in enumerate(text) if ch == "\n")
-    return sorted(ends)
+    # The terminator itself is matched (not looked behind for at every position): the same offsets
+    # as _BOUNDARY's starts, in a fraction of the time, which counted in a large build's chunking.
+    return sorted({m.end() for m in _ENDS.finditer(text)})
 
 
 def _row_sentence(header: list[str], cells: list[str]) -> str:
