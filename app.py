@@ -54,12 +54,14 @@ RUNTIME = web.AppKey("runtime", BotRuntime)
 ADAPTER = web.AppKey("adapter", CloudAdapter)
 BOT = web.AppKey("bot", CragBot)
 STORAGE = web.AppKey("storage", Storage)
+AUTHENTICATION = web.AppKey("authentication", CachingAuthentication)
 INDEX_TASK: web.AppKey[asyncio.Task[None]] = web.AppKey("index_task")
 
 
 def create_app(settings: BotSettings) -> web.Application:
     runtime = BotRuntime(settings)
-    adapter = BotAdapter(CachingAuthentication(settings.bot_framework_config(), settings.auth_timeout))
+    authentication = CachingAuthentication(settings.bot_framework_config(), settings.auth_timeout)
+    adapter = BotAdapter(authentication)
     adapter.on_turn_error = _on_turn_error
     storage = make_storage(settings)
     conversation_state = ConversationState(storage)
@@ -76,6 +78,7 @@ def create_app(settings: BotSettings) -> web.Application:
     app[ADAPTER] = adapter
     app[BOT] = bot
     app[STORAGE] = storage
+    app[AUTHENTICATION] = authentication
     app.router.add_post("/api/messages", messages)
     app.router.add_get("/api/health", health)
     DocumentRoute(settings.docs_dir, lambda: runtime.index.files, runtime.links, runtime.may_open).register(
@@ -103,6 +106,7 @@ async def _cleanup(app: web.Application) -> None:
     if not task.done():
         task.cancel()
     await app[RUNTIME].close()
+    await app[AUTHENTICATION].close()  # the session replies are posted over
     # SQLite's file and Blob's HTTP session; the SDK's Storage has no close (MemoryStorage, Cosmos).
     close = getattr(app[STORAGE], "close", None)
     if close is not None:

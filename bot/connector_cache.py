@@ -15,8 +15,10 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections import OrderedDict
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 
+import aiohttp
 from botbuilder.integration.aiohttp import ConfigurationBotFrameworkAuthentication
 from botbuilder.schema import Activity
 from botframework.connector import ConnectorClient
@@ -31,6 +33,7 @@ from botframework.connector.auth._built_in_bot_framework_authentication import (
 )
 
 from bot import auth
+from bot.connector_http import DirectConversations
 
 log = logging.getLogger(__name__)
 
@@ -44,16 +47,20 @@ class CachingConnectorFactory(ConnectorFactory):
         inner: ConnectorFactory,
         cache: OrderedDict[tuple[str, str], ConnectorClient],
         token_timeout: float = 10.0,
+        session: Callable[[], aiohttp.ClientSession] | None = None,
     ) -> None:
         self._inner = inner
         self._cache = cache
         self._token_timeout = token_timeout
+        self._session = session  # replies posted over it (bot/connector_http.py); None: the SDK's way
 
     async def create(self, service_url: str, audience: str | None = None) -> ConnectorClient:
         key = (service_url, audience or "")
         client = self._cache.get(key)
         if client is None:
             client = await self._inner.create(service_url, audience)
+            if self._session is not None:
+                client.conversations = DirectConversations(client, self._session)  # type: ignore[assignment]
             self._cache[key] = client
             while len(self._cache) > CachingAuthentication.MAX_CLIENTS:
                 self._cache.popitem(last=False)
@@ -91,14 +98,26 @@ class CachingAuthentication(ConfigurationBotFrameworkAuthentication):
         self._clients: OrderedDict[tuple[str, str], ConnectorClient] = OrderedDict()
         self._token_clients: dict[str, UserTokenClient] = {}
         self._auth_timeout = auth_timeout
+        self._session: aiohttp.ClientSession | None = None
         auth.install(auth_timeout)
+
+    def session(self) -> aiohttp.ClientSession:
+        """The HTTP session replies are posted over, opened on first use (inside the event loop)."""
+        if self._session is None or self._session.closed:
+            # trust_env: HTTP(S)_PROXY and NO_PROXY apply, as they did through requests.
+            self._session = aiohttp.ClientSession(trust_env=True)
+        return self._session
+
+    async def close(self) -> None:
+        if self._session is not None:
+            await self._session.close()
 
     async def authenticate_request(self, activity: Activity, auth_header: str) -> AuthenticateRequestResult:
         # Raises PermissionError (401) for a bad token, auth.SigningKeysUnavailable (503) without keys.
         result = await auth.validate(super().authenticate_request(activity, auth_header), self._auth_timeout)
         if result.connector_factory is not None:
             result.connector_factory = CachingConnectorFactory(
-                result.connector_factory, self._clients, self._auth_timeout
+                result.connector_factory, self._clients, self._auth_timeout, self.session
             )
         return result
 

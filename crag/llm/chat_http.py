@@ -14,11 +14,12 @@ from __future__ import annotations
 
 import asyncio
 import json
-import random
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 import aiohttp
+
+from crag.http_retry import backoff, retry_after
 
 RETRYABLE = frozenset({408, 409, 429})
 INITIAL_DELAY = 0.5
@@ -63,16 +64,16 @@ class ChatEndpoint:
                     text = await response.text()
                     if last or not (response.status in RETRYABLE or response.status >= 500):
                         raise ChatHttpError("status", response.status, _error_message(text))
-                    wait = _retry_after(response.headers)
-                    delay = _backoff(attempt) if wait is None else wait
+                    wait = retry_after(response.headers, MAX_RETRY_AFTER)
+                    delay = backoff(attempt, INITIAL_DELAY, MAX_DELAY) if wait is None else wait
             except TimeoutError:
                 if last:
                     raise ChatHttpError("timeout") from None
-                delay = _backoff(attempt)
+                delay = backoff(attempt, INITIAL_DELAY, MAX_DELAY)
             except (aiohttp.ClientError, json.JSONDecodeError, UnicodeDecodeError) as exc:
                 if last:
                     raise ChatHttpError("connection", message=type(exc).__name__) from None
-                delay = _backoff(attempt)
+                delay = backoff(attempt, INITIAL_DELAY, MAX_DELAY)
             await asyncio.sleep(delay)
         raise ChatHttpError("connection")  # not reached: the last attempt returns or raises
 
@@ -80,30 +81,13 @@ class ChatEndpoint:
         if self._session is None or self._session.closed:
             # No connection cap of its own (aiohttp's default is 100): LlmClient's semaphore bounds
             # the calls in flight, and a second, lower bound here queued them unseen under load.
-            self._session = aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=0))
+            # trust_env: HTTP(S)_PROXY and NO_PROXY apply, as they did through the SDK (httpx).
+            self._session = aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=0), trust_env=True)
         return self._session
 
     async def close(self) -> None:
         if self._session is not None:
             await self._session.close()
-
-
-def _backoff(attempt: int) -> float:
-    return min(INITIAL_DELAY * 2.0**attempt, MAX_DELAY) * (1 - 0.25 * random.random())
-
-
-def _retry_after(headers: Mapping[str, str]) -> float | None:
-    for name, scale in (("retry-after-ms", 0.001), ("retry-after", 1.0)):
-        value = headers.get(name)
-        if value is None:
-            continue
-        try:
-            seconds = float(value) * scale
-        except ValueError:
-            continue
-        if 0 <= seconds <= MAX_RETRY_AFTER:
-            return seconds
-    return None
 
 
 def _error_message(text: str) -> str:
