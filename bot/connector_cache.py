@@ -104,8 +104,8 @@ class CachingAuthentication(ConfigurationBotFrameworkAuthentication):
     def session(self) -> aiohttp.ClientSession:
         """The HTTP session replies are posted over, opened on first use (inside the event loop)."""
         if self._session is None or self._session.closed:
-            # trust_env: HTTP(S)_PROXY and NO_PROXY apply, as they did through requests.
-            self._session = aiohttp.ClientSession(trust_env=True)
+            # The Bot Connector sets no cookies a reply needs; proxies: bot/connector_http.py.
+            self._session = aiohttp.ClientSession(cookie_jar=aiohttp.DummyCookieJar())
         return self._session
 
     async def close(self) -> None:

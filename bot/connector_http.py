@@ -3,9 +3,11 @@
 Under load (bench/bench_load.py: 50 conversations) sending a reply through botframework-connector was
 a sixth of the app's event-loop time: msrest serializes the Activity by round-tripping it through its
 Deserializer and Serializer (the Adaptive Card walked twice, two-thirds of that time), then hands the
-POST to `requests` in a worker thread. Here the Activity becomes JSON in one walk over the models'
-attribute maps, which gives the same JSON as msrest (tests/test_connector_http.py compares them on
-the bot's own replies), and is posted on the event loop's own HTTP client.
+POST to `requests` in a worker thread. Here the Activity's models become dicts in one walk over
+their attribute maps, their JSON payloads (the card, channelData, entities' data) go to json.dumps as
+they are, and the POST is made on the event loop's own HTTP client. For what the bot sends this is
+msrest's JSON (tests/test_connector_http.py compares them on the bot's own replies); it differs only
+where msrest's is wrong, a str subclass or a tuple inside a payload (msrest writes str() of it).
 
 Kept from the SDK: the URL (the client's own format_url), the headers (Accept, Content-Type,
 x-ms-conversation-id, User-Agent, and the Bearer token from the client's credentials, which
@@ -37,6 +39,7 @@ from botframework.connector.models import ErrorResponseException
 from msrest.exceptions import ClientRequestError
 from msrest.serialization import Model, Serializer
 
+from crag.http_proxy import proxy_options
 from crag.http_retry import backoff, retry_after
 
 log = logging.getLogger(__name__)
@@ -77,7 +80,7 @@ def _typed(value: Any, kind: Any) -> Any:
             raise NotPlain("a dict field holds no dict")
         return {_text(k): None if v is None else _typed(v, kind[1:-1]) for k, v in value.items()}
     if kind == "object":
-        return _object(value)
+        return value  # JSON as it is; json.dumps asks _nested for anything else
     if kind == "str":
         return _text(value)
     if kind in ("int", "long"):
@@ -100,18 +103,12 @@ def _text(value: Any) -> str:
     return value if isinstance(value, str) else str(value)
 
 
-def _object(value: Any) -> Any:
-    # msrest's serialize_object, for what JSON payloads hold (the card, channelData, entities' data).
-    kind = type(value)
-    if kind in (str, int, float, bool) or value is None:
-        return value
-    if kind is dict:
-        return {_text(k): _object(v) for k, v in value.items()}
-    if kind is list:
-        return [_object(v) for v in value]
+def _nested(value: Any) -> Any:
+    """json.dumps' fallback for a payload value JSON has no form for: a model inside it, as msrest
+    renders one; anything else is msrest's own business."""
     if isinstance(value, Model):
         return activity_json(value)
-    raise NotPlain(f"{kind.__name__} in an object field")
+    raise NotPlain(f"{type(value).__name__} in an object field")
 
 
 class DirectConversations:
@@ -174,7 +171,7 @@ class DirectConversations:
         sdk: Callable[[], Awaitable[Any]],
     ) -> ResourceResponse | None:
         try:
-            body = json.dumps(activity_json(activity), ensure_ascii=False).encode()
+            body = json.dumps(activity_json(activity), ensure_ascii=False, default=_nested).encode()
         except NotPlain as exc:
             log.debug("reply sent through the SDK: %s", exc)
             return await sdk()  # type: ignore[no-any-return]
@@ -191,7 +188,7 @@ class DirectConversations:
             last = attempt == MAX_RETRIES
             try:
                 async with self._session().request(
-                    method, url, data=body, headers=headers, timeout=timeout
+                    method, url, data=body, headers=headers, timeout=timeout, **proxy_options(url)
                 ) as response:
                     raw = await response.read()
                     if response.status in (200, 201, 202):
@@ -238,8 +235,7 @@ def _resource(raw: bytes) -> ResourceResponse | None:
     data = json.loads(raw)
     if not isinstance(data, dict):
         return None
-    resource: ResourceResponse = ResourceResponse.deserialize(data)
-    return resource
+    return ResourceResponse(id=data.get("id"))  # its only field
 
 
 def _as_requests(response: aiohttp.ClientResponse, raw: bytes, url: str) -> requests.Response:

@@ -19,6 +19,7 @@ from typing import Any
 
 import aiohttp
 
+from crag.http_proxy import proxy_options
 from crag.http_retry import backoff, retry_after
 
 RETRYABLE = frozenset({408, 409, 429})
@@ -54,7 +55,11 @@ class ChatEndpoint:
             last = attempt == self._max_retries
             try:
                 async with self._open().post(
-                    self._url, json=body, headers=await self._headers(), timeout=self._timeout
+                    self._url,
+                    json=body,
+                    headers=await self._headers(),
+                    timeout=self._timeout,
+                    **proxy_options(self._url),  # HTTP(S)_PROXY, NO_PROXY: as httpx under the SDK did
                 ) as response:
                     if response.status == 200:
                         reply = await response.json(content_type=None)
@@ -81,8 +86,9 @@ class ChatEndpoint:
         if self._session is None or self._session.closed:
             # No connection cap of its own (aiohttp's default is 100): LlmClient's semaphore bounds
             # the calls in flight, and a second, lower bound here queued them unseen under load.
-            # trust_env: HTTP(S)_PROXY and NO_PROXY apply, as they did through the SDK (httpx).
-            self._session = aiohttp.ClientSession(connector=aiohttp.TCPConnector(limit=0), trust_env=True)
+            self._session = aiohttp.ClientSession(
+                connector=aiohttp.TCPConnector(limit=0), cookie_jar=aiohttp.DummyCookieJar()
+            )
         return self._session
 
     async def close(self) -> None:
