@@ -1,5 +1,5 @@
-"""The clients that replaced the SDKs' HTTP (chat calls, the bot's replies) go through HTTP(S)_PROXY
-and skip it for NO_PROXY hosts, as httpx and requests did."""
+"""The app's own aiohttp clients (chat calls, the bot's replies, SerpAPI, the Direct Line token
+exchange) go through HTTP(S)_PROXY and skip it for NO_PROXY hosts, as the SDKs' httpx and requests do."""
 
 from __future__ import annotations
 
@@ -10,12 +10,15 @@ import aiohttp
 import pytest
 from aiohttp import web
 from botbuilder.schema import Activity
+from pydantic import SecretStr
 
 from bot.connector_http import DirectConversations
 from crag.eval.loopback import LoopbackServer
 from crag.http_proxy import forget, proxy_options
 from crag.llm.chat_http import ChatEndpoint
+from crag.web.serpapi import SerpApiSearch
 from tests.test_connector_http import _client
+from webchat.token_exchange import DirectLineTokenClient
 
 
 class FakeProxy(LoopbackServer):
@@ -32,6 +35,12 @@ class FakeProxy(LoopbackServer):
         self.asked.append(str(request.url))
         if request.path.endswith("/chat/completions"):
             return web.json_response({"choices": [{"message": {"content": "via proxy"}}]})
+        if request.path.endswith("/tokens/generate"):
+            return web.json_response({"token": "t", "conversationId": "via-proxy", "expires_in": 60})
+        if request.path == "/search":
+            return web.json_response(
+                {"organic_results": [{"title": "T", "link": "https://example.com/", "snippet": "s"}]}
+            )
         return web.json_response({"id": "via-proxy"})
 
 
@@ -56,7 +65,7 @@ async def _no_headers() -> dict[str, Any]:
     return {}
 
 
-async def test_chat_calls_and_replies_go_through_the_proxy(
+async def test_every_outbound_client_goes_through_the_proxy(
     proxy: FakeProxy, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("HTTP_PROXY", proxy.url)
@@ -71,9 +80,23 @@ async def test_chat_calls_and_replies_go_through_the_proxy(
         direct = DirectConversations(_client("http://connector.invalid", app_id=""), lambda: session)
         response = await direct.reply_to_activity("c", "a", Activity(type="message", text="hi"))
     assert response is not None and response.id == "via-proxy"
-    assert proxy.asked == [
+    serp = SerpApiSearch(SecretStr("k"), "http://serpapi.invalid")
+    try:
+        found = await serp.search("proxy test", 3)
+    finally:
+        await serp.close()
+    assert [r.url for r in found.results] == ["https://example.com/"]
+    tokens = DirectLineTokenClient("http://directline.invalid/v3/directline", "secret")
+    try:
+        token = await tokens.generate("dl_user")
+    finally:
+        await tokens.close()
+    assert token["conversationId"] == "via-proxy"
+    assert [u.split("?")[0] for u in proxy.asked] == [
         "http://llm.invalid/v1/chat/completions",
         "http://connector.invalid/v3/conversations/c/activities/a",
+        "http://serpapi.invalid/search",
+        "http://directline.invalid/v3/directline/tokens/generate",
     ]
 
 

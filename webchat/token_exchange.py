@@ -12,6 +12,8 @@ from typing import Any
 
 import aiohttp
 
+from crag.http_proxy import proxy_options
+
 log = logging.getLogger(__name__)
 
 
@@ -39,6 +41,7 @@ class DirectLineTokenClient:
                 url,
                 json={"user": {"id": user_id}},
                 headers={"Authorization": f"Bearer {self.__secret}"},
+                **proxy_options(url),  # HTTP(S)_PROXY, NO_PROXY
             ) as response:
                 if response.status != 200:
                     raise TokenExchangeError(f"Direct Line answered {response.status} to tokens/generate")

@@ -18,6 +18,7 @@ from typing import Any
 import aiohttp
 from pydantic import SecretStr
 
+from crag.http_proxy import proxy_options
 from crag.models import WebOutcome, WebResult, WebStatus
 from crag.safe_links import safe_url
 from crag.settings import CragSettings
@@ -64,7 +65,8 @@ class SerpApiSearch:
     async def _fetch(self, params: dict[str, str]) -> tuple[int, str]:
         if self._session is None or self._session.closed:
             self._session = aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=self._timeout))
-        async with self._session.get(self._url, params=params) as response:
+        # HTTP(S)_PROXY and NO_PROXY apply, as with the SDK clients.
+        async with self._session.get(self._url, params=params, **proxy_options(self._url)) as response:
             return response.status, await response.text()
 
     def _parse(self, status: int, body: str, num: int) -> WebOutcome:
