@@ -121,3 +121,20 @@ def test_a_large_folder_builds_with_helpers_like_without(
     alone, _ = build_local_index(docs, tmp_path / "b")
     assert [c.id for c in with_helpers.chunks] == [c.id for c in alone.chunks]
     assert (tmp_path / "a" / "tokens.jsonl").read_text() == (tmp_path / "b" / "tokens.jsonl").read_text()
+
+
+def test_a_stuck_helper_is_stopped_and_its_batch_done_here(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    # A helper that never answers (here: one that only sleeps).
+    monkeypatch.setattr(term_pool, "_HELPER_ARGS", ("-c", "import time; time.sleep(600)"))
+    monkeypatch.setattr(term_pool, "BATCH_SECONDS", 0.5)
+    asked = _watch_asks(monkeypatch)
+    texts = _texts(300)
+    with caplog.at_level(logging.WARNING), TermPool(expected_bytes=10**9, cores=2) as pool:
+        for t in texts:
+            pool.add(t)
+        assert asked.wait(60)  # the helper was given a batch (and was stopped)
+        got = pool.results()
+    assert got == [term_extractor().terms(t) for t in texts]
+    assert "without an answer" in caplog.text

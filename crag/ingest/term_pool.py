@@ -14,6 +14,7 @@ A helper that cannot start or dies leaves its batches to this process: the build
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import pickle
@@ -32,6 +33,10 @@ log = logging.getLogger(__name__)
 # Below this much expected text, no helpers: their start would be most of the work.
 HELPERS_MIN_BYTES = 500_000
 _BATCH = 64  # texts per batch: few enough round trips, small enough to balance the cores
+# A batch takes well under a second (the first one also waits for the helper's start): a helper that
+# has not answered in this long is stuck, and is stopped so that the build does not wait forever.
+BATCH_SECONDS = 120.0
+_HELPER_ARGS = ("-m", "crag.ingest.term_pool")
 _Batch = tuple[int, list[str]]  # the first text's position, the texts
 _END: _Batch = (-1, [])  # after the last batch
 
@@ -100,7 +105,7 @@ class TermPool:
         """Run one helper process on batches from the queue until the end."""
         try:
             helper = subprocess.Popen(
-                [sys.executable, "-m", "crag.ingest.term_pool"],
+                [sys.executable, *_HELPER_ARGS],
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
                 cwd=_ROOT,
@@ -110,12 +115,31 @@ class TermPool:
             return
         assert helper.stdin is not None and helper.stdout is not None
         stdin, stdout = helper.stdin, helper.stdout
+
+        stuck = threading.Event()
+
+        def stop() -> None:
+            stuck.set()
+            helper.kill()  # its pipe then ends: EOFError below
+
+        def ask(batch: list[str]) -> list[list[str]]:
+            watchdog = threading.Timer(BATCH_SECONDS, stop)
+            watchdog.start()
+            try:
+                return _ask(stdin, stdout, batch)
+            finally:
+                watchdog.cancel()
+
         try:
-            self._drain(lambda batch: _ask(stdin, stdout, batch), wait=True)
+            self._drain(ask, wait=True)
         except (OSError, EOFError, pickle.UnpicklingError) as exc:
-            log.warning("tokenizing helper failed (%s); its batch is redone in this process", exc)
+            why = f"stopped after {BATCH_SECONDS:.0f} s without an answer" if stuck.is_set() else "failed"
+            log.warning(
+                "tokenizing helper %s (%s); its batch is redone in this process", why, type(exc).__name__
+            )
         finally:
-            stdin.close()
+            with contextlib.suppress(OSError):  # a killed helper's pipe may refuse the last bytes
+                stdin.close()
             helper.wait()
 
 
