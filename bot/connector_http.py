@@ -232,7 +232,11 @@ def _resource(raw: bytes) -> ResourceResponse | None:
     # An empty body (some channels) is no resource: the adapter then uses the activity's own id.
     if not raw.strip():
         return None
-    data = json.loads(raw)
+    try:
+        data = json.loads(raw)
+    except ValueError:  # delivered (2xx) all the same: a body we cannot read names no resource
+        log.debug("unreadable body in the Bot Connector's answer to a reply")
+        return None
     if not isinstance(data, dict):
         return None
     return ResourceResponse(id=data.get("id"))  # its only field

@@ -254,4 +254,5 @@ async def test_an_unreachable_connector_raises_the_sdks_request_error(session: a
 
 def test_the_empty_body_some_channels_send_is_no_resource() -> None:
     assert connector_http._resource(b"") is None
+    assert connector_http._resource(b"<html>OK</html>") is None  # delivered; no id to read
     assert connector_http._resource(json.dumps({"id": "x"}).encode()).id == "x"  # type: ignore[union-attr]
