@@ -63,3 +63,13 @@ def test_rare_words_weigh_more_than_everyday_words() -> None:
     words = term_extractor().analyze("Which main river did Priestley study?")
     query = weighted_query(words, lambda term: 1.0)  # equal corpus idf: only word commonness differs
     assert query.weights["priestley"] > query.weights["main"]
+
+
+def test_a_documents_abbreviation_matches_the_word_spelled_out() -> None:
+    # "ext. 3300" answers "what is the extension of …" (and 内線, which translates to "extension").
+    e = term_extractor()
+    held = set(e.terms("Export Control Office: ext. 3300. Dept. of Quality, Tel. 052-123"))
+    for asked in ("extension", "department", "telephone"):
+        assert e.terms(asked)[0] in held, asked
+    assert e.keywords("ext. 3300")[0] == "ext"  # shown as written
+    assert e.terms("next") != e.terms("ext")  # whole words only

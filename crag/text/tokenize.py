@@ -48,6 +48,17 @@ _COMPOUND_PARTICLES = re.compile(
     r"において|における|について|についての|に対して|に対する|によって|による|によると|に関して|に関する|"
     r"にとって|として|とともに|に基づき|に基づく|に伴い|に伴う|に応じて|を通じて|をもって|にわたって|にわたる"
 )
+# Abbreviations documents write where people spell the word out ("ext. 4100" answers "what is the
+# extension of …", and 内線 translates to "extension"): each is matched as its word.
+_ABBREVIATED = {
+    "ext": "extension",
+    "tel": "telephone",
+    "dept": "department",
+    "approx": "approximately",
+    "mgr": "manager",
+    "hq": "headquarters",
+    "info": "information",
+}
 _LATIN = re.compile(r"^[0-9a-z][0-9a-z'._-]*$")
 _CONTRACTION = re.compile(r"'(s|t|re|ve|ll|d|m)$")
 _HIRAGANA_ONLY = re.compile(r"^[\u3040-\u309f]+$")
@@ -142,6 +153,7 @@ def _word(surface: str, normalized: str, dictionary: str, pos: tuple[str, ...]) 
             return Word(low, surface, "number", zipf(low))
         if len(low) < 2:
             return None
+        low = _ABBREVIATED.get(low.rstrip("."), low)  # Sudachi keeps the period of some ("dept.")
         return Word(_stem(low), surface, "latin", zipf(low))
     if normalized in _JA_STOP or surface in _JA_STOP:
         return None
