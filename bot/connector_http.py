@@ -80,7 +80,7 @@ def _typed(value: Any, kind: Any) -> Any:
             raise NotPlain("a dict field holds no dict")
         return {_text(k): None if v is None else _typed(v, kind[1:-1]) for k, v in value.items()}
     if kind == "object":
-        return value  # JSON as it is; json.dumps asks _nested for anything else
+        return value  # JSON as it is; json.dumps asks payload_json for anything else
     if kind == "str":
         return _text(value)
     if kind in ("int", "long"):
@@ -103,7 +103,7 @@ def _text(value: Any) -> str:
     return value if isinstance(value, str) else str(value)
 
 
-def _nested(value: Any) -> Any:
+def payload_json(value: Any) -> Any:
     """json.dumps' fallback for a payload value JSON has no form for: a model inside it, as msrest
     renders one; anything else is msrest's own business."""
     if isinstance(value, Model):
@@ -171,7 +171,7 @@ class DirectConversations:
         sdk: Callable[[], Awaitable[Any]],
     ) -> ResourceResponse | None:
         try:
-            body = json.dumps(activity_json(activity), ensure_ascii=False, default=_nested).encode()
+            body = json.dumps(activity_json(activity), ensure_ascii=False, default=payload_json).encode()
         except NotPlain as exc:
             log.debug("reply sent through the SDK: %s", exc)
             return await sdk()  # type: ignore[no-any-return]

@@ -256,3 +256,14 @@ def test_the_empty_body_some_channels_send_is_no_resource() -> None:
     assert connector_http._resource(b"") is None
     assert connector_http._resource(b"<html>OK</html>") is None  # delivered; no id to read
     assert connector_http._resource(json.dumps({"id": "x"}).encode()).id == "x"  # type: ignore[union-attr]
+
+
+def test_an_expect_replies_body_is_written_as_the_sdk_writes_it() -> None:
+    from botbuilder.core import serializer_helper
+    from botbuilder.schema import ExpectedReplies
+
+    from bot.adapter import response_body
+
+    body = ExpectedReplies(activities=_replies())
+    assert response_body(body) == serializer_helper(body)
+    assert response_body(None) is None
