@@ -193,12 +193,11 @@ def build_local_index(
             if progress:
                 progress(path.name, i, len(files))
             allowed = rules.allowed_for(rel)
-            old = previous.get(rel)
-            if old is not None and old[0] == hashes.get(rel):
+            if not _changed(rel, previous, hashes):
                 reused += 1
                 if rel in old_scans:
                     scans[rel] = old_scans[rel]
-                for chunk, terms in old[1]:
+                for chunk, terms in previous[rel][1]:
                     if chunk.allowed != allowed:
                         chunk = chunk.model_copy(update={"allowed": allowed})
                     chunks.append(chunk)
