@@ -119,6 +119,7 @@ class DirectConversations:
         self._client = client
         self._sdk = client.conversations
         self._session = session
+        self._proxy = proxy_options(client.config.base_url)  # one service URL: one origin
 
     def __getattr__(self, name: str) -> Any:
         return getattr(self._sdk, name)
@@ -188,7 +189,7 @@ class DirectConversations:
             last = attempt == MAX_RETRIES
             try:
                 async with self._session().request(
-                    method, url, data=body, headers=headers, timeout=timeout, **proxy_options(url)
+                    method, url, data=body, headers=headers, timeout=timeout, **self._proxy
                 ) as response:
                     raw = await response.read()
                     if response.status in (200, 201, 202):

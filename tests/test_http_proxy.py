@@ -3,7 +3,7 @@ exchange) go through HTTP(S)_PROXY and skip it for NO_PROXY hosts, as the SDKs' 
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from typing import Any
 
 import aiohttp
@@ -14,7 +14,7 @@ from pydantic import SecretStr
 
 from bot.connector_http import DirectConversations
 from crag.eval.loopback import LoopbackServer
-from crag.http_proxy import forget, proxy_options
+from crag.http_proxy import proxy_options
 from crag.llm.chat_http import ChatEndpoint
 from crag.web.serpapi import SerpApiSearch
 from tests.test_connector_http import _client
@@ -53,12 +53,9 @@ async def proxy() -> AsyncIterator[FakeProxy]:
 
 
 @pytest.fixture(autouse=True)
-def env(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+def env(monkeypatch: pytest.MonkeyPatch) -> None:
     for name in ("HTTP_PROXY", "HTTPS_PROXY", "NO_PROXY", "http_proxy", "https_proxy", "no_proxy"):
         monkeypatch.delenv(name, raising=False)
-    forget()
-    yield
-    forget()
 
 
 async def _no_headers() -> dict[str, Any]:

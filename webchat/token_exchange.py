@@ -27,6 +27,7 @@ class DirectLineTokenClient:
         self.__secret = secret
         self._timeout = aiohttp.ClientTimeout(total=timeout_seconds)
         self._session: aiohttp.ClientSession | None = None
+        self._proxy = proxy_options(self.endpoint)  # HTTP(S)_PROXY, NO_PROXY
 
     def __repr__(self) -> str:  # never show the secret, even in a debugger or a traceback's locals
         return f"DirectLineTokenClient(endpoint={self.endpoint!r})"
@@ -41,7 +42,7 @@ class DirectLineTokenClient:
                 url,
                 json={"user": {"id": user_id}},
                 headers={"Authorization": f"Bearer {self.__secret}"},
-                **proxy_options(url),  # HTTP(S)_PROXY, NO_PROXY
+                **self._proxy,
             ) as response:
                 if response.status != 200:
                     raise TokenExchangeError(f"Direct Line answered {response.status} to tokens/generate")

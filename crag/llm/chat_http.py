@@ -48,6 +48,7 @@ class ChatEndpoint:
         self._max_retries = max_retries
         self._timeout = aiohttp.ClientTimeout(total=timeout)
         self._session: aiohttp.ClientSession | None = None
+        self._proxy = proxy_options(url)  # HTTP(S)_PROXY, NO_PROXY: as httpx under the SDK did
 
     async def post(self, body: Mapping[str, Any]) -> dict[str, Any]:
         """The parsed JSON reply, or ChatHttpError once the retries are spent."""
@@ -59,7 +60,7 @@ class ChatEndpoint:
                     json=body,
                     headers=await self._headers(),
                     timeout=self._timeout,
-                    **proxy_options(self._url),  # HTTP(S)_PROXY, NO_PROXY: as httpx under the SDK did
+                    **self._proxy,
                 ) as response:
                     if response.status == 200:
                         reply = await response.json(content_type=None)

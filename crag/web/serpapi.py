@@ -36,6 +36,7 @@ class SerpApiSearch:
         self._url = (base_url.rstrip("/") or DEFAULT_BASE_URL) + "/search"
         self._timeout = timeout_s
         self._session: aiohttp.ClientSession | None = None  # made on the first search (needs a loop)
+        self._proxy = proxy_options(self._url)  # HTTP(S)_PROXY and NO_PROXY, as with the SDK clients
 
     async def close(self) -> None:
         if self._session is not None:
@@ -65,8 +66,7 @@ class SerpApiSearch:
     async def _fetch(self, params: dict[str, str]) -> tuple[int, str]:
         if self._session is None or self._session.closed:
             self._session = aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=self._timeout))
-        # HTTP(S)_PROXY and NO_PROXY apply, as with the SDK clients.
-        async with self._session.get(self._url, params=params, **proxy_options(self._url)) as response:
+        async with self._session.get(self._url, params=params, **self._proxy) as response:
             return response.status, await response.text()
 
     def _parse(self, status: int, body: str, num: int) -> WebOutcome:
