@@ -55,7 +55,7 @@ from crag.protocols import (
 from crag.refine.passthrough import PassThroughRefiner
 from crag.routing import RoutingPolicy
 from crag.text.lang import detect_language
-from crag.text.parts import question_parts
+from crag.text.parts import question_parts, read_in_context
 
 log = logging.getLogger(__name__)
 
@@ -224,7 +224,7 @@ class _Turn:
         # A follow-up ("what about the plants?") is graded and answered as read with the question
         # it leans on; a self-contained question as it is.
         standalone = self.e.rewriter.standalone(question, history)
-        parts = tuple(question_parts(question)) if standalone == question else (standalone,)
+        parts = tuple(read_in_context(question_parts(question))) if standalone == question else (standalone,)
         s = TurnState(
             question,
             tuple(history),
@@ -280,16 +280,16 @@ class _Turn:
         several (which parts some passage answers decides the branch and what to search next)."""
         new = list(s.searched)
         scores = await self.scores(s.standalone, new)
-        graded = [*s.graded, *(g.model_copy(update={"score": x}) for g, x in zip(new, scores, strict=True))]
         part_best, missing = s.part_best, s.missing
-        if len(s.parts) > 1:
-            part_best = tuple(
-                [
-                    max([best, *await self.scores(part, new)])
-                    for part, best in zip(s.parts, s.part_best, strict=True)
-                ]
-            )
+        if len(s.parts) > 1 and new:
+            by_part = [await self.scores(part, new) for part in s.parts]
+            part_best = tuple(max([best, *x]) for best, x in zip(s.part_best, by_part, strict=True))
             missing = tuple(p for p, b in zip(s.parts, part_best, strict=True) if not self.e.policy.covers(b))
+            # A passage that answers one part is as relevant as it is to that part: graded against the
+            # whole question it scores low (the other part's words are missing from it), and the
+            # answer lost that part ("…5日; お祝い金" with the ¥30,000 passage left out at 0.28).
+            scores = [max(x, *col) for x, col in zip(scores, zip(*by_part, strict=True), strict=True)]
+        graded = [*s.graded, *(g.model_copy(update={"score": x}) for g, x in zip(new, scores, strict=True))]
         return replace(s, graded=tuple(graded), searched=(), part_best=part_best, missing=missing)
 
     def route(self, s: TurnState) -> TurnState:

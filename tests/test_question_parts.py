@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from crag.text.parts import question_parts
+from crag.text.parts import question_parts, read_in_context
 
 
 @pytest.mark.parametrize(
@@ -57,3 +57,32 @@ def test_a_conjunction_opening_a_later_part_is_not_part_of_it() -> None:
         "再検査になったら補助いくら?",
     ]
     assert question_parts("what's the desk extension? and when is it open?")[1] == "when is it open?"
+
+
+@pytest.mark.parametrize(
+    ("question", "second"),
+    [
+        # A part that leans on the one before it is searched and graded with it.
+        (
+            "which room is the day 1 orientation in and how many seats does it have?",
+            "which room is the day 1 orientation in how many seats does it have?",
+        ),
+        (
+            "if the primary doesn't ack a page who gets it next, and after how long?",
+            "if the primary doesn't ack a page who gets it next after how long?",
+        ),
+        (
+            "有休って半日でもとれる？時間単位だと年何時間まで？",
+            "有休って半日でもとれる? 時間単位だと年何時間まで?",
+        ),
+        # A part that names its own subject stands alone.
+        (
+            "whats the netops emergency number, and when is the monthly maintenance?",
+            "when is the monthly maintenance?",
+        ),
+        ("健康診断っていつから？それと再検査の補助はいくら？", "再検査の補助はいくら?"),
+    ],
+)
+def test_a_part_leaning_on_the_one_before_is_read_with_it(question: str, second: str) -> None:
+    parts = question_parts(question)
+    assert read_in_context(parts) == [parts[0], second]

@@ -156,3 +156,27 @@ async def test_with_a_web_search_configured_an_only_ambiguous_answer_is_not_retr
     assert forced.config.research_ambiguous is True
     both = await make_engine(tmp_path / "web", CRAG_TOP_K="1", **NO_WEB).run(BOTH)
     assert len(both.queries) == 2 and both.missing_parts == []
+
+
+class _PartGrader:
+    """Relevant only to the part it answers: the parking passage to "where do visitors park?", the
+    allowance passage to the allowance part; against the whole question every passage is half-off."""
+
+    name = "by-part"
+
+    async def grade(self, question: str, chunks: Sequence[Chunk]) -> list[float]:
+        if question == BOTH:
+            return [0.3 for _ in chunks]
+        return [0.9 if ("park" in question) == ("park" in c.text) else 0.1 for c in chunks]
+
+
+async def test_a_passage_answering_one_part_is_kept_at_its_grade_for_that_part(tmp_path: Path) -> None:
+    # Graded against the whole question, each passage lacks the other part's words: kept by the
+    # whole-question grade alone, neither would be, and the answer would lose both parts.
+    base = make_engine(tmp_path)
+    engine = CragEngine(base.rewriter, base.retriever, _PartGrader(), base.web, base.generator, base.config)
+    result = await engine.run(BOTH)
+    kept = {g.chunk.file: g.score for g in result.graded if g.kept}
+    assert kept == {"remote_work.md": 0.9, "facilities.md": 0.9}
+    assert result.branch is Branch.CORRECT and result.missing_parts == []
+    assert "3,000" in result.answer and "bay B" in result.answer

@@ -13,6 +13,10 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from itertools import pairwise
+
+from crag.models import Turn
+from crag.text.followup import leans_on_previous
 
 # Where a second question starts: after a question mark or full stop followed by more text, at
 # "あと" / "それと" / "また" after punctuation, at "…と、…" before a second noun phrase, or at
@@ -73,3 +77,37 @@ def question_parts(question: str) -> list[str]:
     parts = [p for part in parts for p in _AND.split(part) if len(p) >= _MIN_CHARS]
     parts = parts[:1] + [_LEADING.sub("", p, count=1) for p in parts[1:]]
     return parts if len(parts) >= 2 else [question]
+
+
+def read_in_context(parts: list[str]) -> list[str]:
+    """The parts as searched and graded. "…, and how many seats does it have?", "…, and after how
+    long?": a part that leans on the one before it is read with it, as a follow-up is read with the
+    previous turn; alone it is searched and graded as "seats" or "how long", which finds anything.
+    (The answer is written per part as asked: the earlier part is answered on its own.)"""
+    return parts[:1] + [
+        f"{before} {part}" if _leans_on(before, part) else part for before, part in pairwise(parts)
+    ]
+
+
+def _leans_on(before: str, part: str) -> bool:
+    words = _content_words(part)
+    # A part naming nothing ("after how long?") cannot stand alone.
+    return words == 0 or leans_on_previous(part, (Turn(question=before),), words)
+
+
+# Words that ask rather than name ("how many … does it have"): not counted as content.
+_FUNCTION_WORDS = frozenset(
+    "a an the is are was were be do does did can could should would will it its they them this that "
+    "what whats what's when where who which how why many much long often of in on at to for from by "
+    "with and or i we you my our your me us there have has after before".split()
+)
+# Japanese content words are mostly written in kanji or katakana; particles and endings in kana.
+_JA_WORD = re.compile(r"[\u4e00-\u9fff\u30a0-\u30ff]+")
+
+
+def _content_words(text: str) -> int:
+    """About how many content words a part has, from its surface (no tokenizer here): a part of one
+    or two rarely names its own subject."""
+    english = [w for w in re.findall(r"[a-z0-9']+", text.lower()) if w not in _FUNCTION_WORDS]
+    japanese = [w for w in _JA_WORD.findall(text) if w not in ("何",)]
+    return len(english) + len(japanese)
