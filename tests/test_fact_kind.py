@@ -21,10 +21,23 @@ from crag.text.fact_kind import asked_kinds, holds_kind, kind_signal
         ("ITヘルプデスクの内線は何番？", "phone"),
         ("what's the email address of the service desk?", "email"),
         ("日曜出勤は何割増し？", "percent"),
+        # How long, asked without "how long" or 何日 (employees' words).
+        ("how quickly does QA need to hear about it?", "duration"),
+        ("how fast do I have to tell someone?", "duration"),
+        ("how far ahead do i need to book it?", "duration"),
+        ("返事くるまでどれくらいかかる？", "duration"),
+        ("どのくらいの時間内に報告しないとまずい？", "duration"),
+        ("登録審査って何営業日？", "duration"),
+        ("how often do we update stakeholders?", "date"),
     ],
 )
 def test_the_asked_kind_is_read_from_the_question(question: str, kind: str) -> None:
     assert kind in asked_kinds(question)
+
+
+def test_a_bare_dore_kurai_asks_no_duration() -> None:
+    # 「どれくらい出る？」 asks an amount as often as a time: no kind, rather than the wrong one.
+    assert "duration" not in asked_kinds("在宅の手当ってどれくらい出る？")
 
 
 @pytest.mark.parametrize(

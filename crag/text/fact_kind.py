@@ -36,8 +36,11 @@ _QUESTION: tuple[tuple[str, re.Pattern[str]], ...] = (
     (
         "duration",
         re.compile(
-            r"何日|何時間|何年|何か月|何ヶ月|何カ月|何週|何分|何泊|どのくらいの期間|"
-            r"how many (?:days?|hours?|years?|months?|weeks?|minutes?|nights?)|how much time|how long",
+            r"何日|何営業日|何時間|何年|何か月|何ヶ月|何カ月|何週|何分|何泊|"
+            # 「どれくらいかかる」「どのくらいで」: how long; a bare 「どれくらい」 may ask an amount.
+            r"(?:どれ|どの)(?:くらい|ぐらい)(?:の期間|の時間|かかる|前|以内|で|まで)|"
+            r"how many (?:days?|hours?|years?|months?|weeks?|minutes?|nights?)|how much time|how long|"
+            r"how (?:quickly|fast|soon|early|far (?:ahead|in advance))|in advance",
             _I,
         ),
     ),
@@ -45,7 +48,7 @@ _QUESTION: tuple[tuple[str, re.Pattern[str]], ...] = (
         "date",
         re.compile(
             r"いつ|何時|何年に|何年から|何世紀|締め?切り?|期限|何曜|"
-            r"what time|^\s*when\b|\bby when\b|deadline|what date|which day|"
+            r"what time|^\s*when\b|\bby when\b|deadline|what date|which day|how often|"
             r"\bwhen (?:is|was|are|were|do|does|did|will|can|could|should|must|has|have)\b",
             _I,
         ),
