@@ -188,6 +188,8 @@ def build_engine(
         web_results=settings.web_results,
         speculative_web=settings.speculative_web and web_on,
         refine_top=settings.refine_top,
+        # A streamed grading call per passage copies its extract too; batched grading cannot.
+        extract_in_grading=settings.refine and not settings.grade_batch,
         trace_question=settings.tracing.question_text,
     )
     stats: TermStats = index if index is not None else FlatStats(term_extractor())
@@ -205,7 +207,12 @@ def build_engine(
     if llm is not None:
         rewriter = LlmRewriter(llm, rewriter, settings.web_rewrite)
         grader = LlmGrader(
-            llm, grader, settings.grade_concurrency, settings.grade_batch, settings.grade_batch_size
+            llm,
+            grader,
+            settings.grade_concurrency,
+            settings.grade_batch,
+            settings.grade_batch_size,
+            settings.refine_min_chars,
         )
         generator = LlmGenerator(llm, generator, settings.followups)
         if settings.refine:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
-from typing import Literal, Protocol
+from typing import Literal, Protocol, runtime_checkable
 
 from crag.access import Reader
 from crag.models import Chunk, GeneratedAnswer, GradedChunk, Stage, Turn, WebOutcome, WebResult
@@ -64,6 +64,21 @@ class Grader(Protocol):
 
     async def grade(self, question: str, chunks: Sequence[Chunk]) -> list[float]:
         """Relevance of each chunk to the question on the 0.0-1.0 rubric, in input order."""
+        ...
+
+
+@runtime_checkable
+class ExtractingGrader(Grader, Protocol):
+    """A grader whose grading call can also copy out the sentences of a passage that bear on the
+    question (CRAG's knowledge refinement), so refined passages cost no model call of their own."""
+
+    async def grade_extracting(
+        self, question: str, chunks: Sequence[Chunk], extract: Sequence[bool]
+    ) -> tuple[list[float], list[Awaitable[str | None]]]:
+        """The scores, as grade() gives them, as soon as they are known; and for each chunk its
+        extract, when the call ends: the sentences that help ("" when none does), or None when there
+        is none to use (not asked for, the passage too short to need one, or the call failed):
+        the passage is then used as it is."""
         ...
 
 

@@ -47,6 +47,11 @@ class FakeOpenAI(LoopbackServer):
         self.failures: list[str] = []
         self.slow_seconds = 3.0
         self.grade_override: Callable[[str, str], float] | None = None
+        # What a grading call with an extract copies out of the passage (default: its first two sentences).
+        self.extract_override: Callable[[str], str] | None = None
+        # When set, a streamed reply stops after its first line until the event is set (the extract
+        # of a grading call still being written while its score is already out).
+        self.hold_after_first_line: asyncio.Event | None = None
         self.refuse = False
         self.judge_reply = '{"fluency": 5, "groundedness": 5, "relevance": 4, "similarity": 3}'
 
@@ -137,6 +142,8 @@ class FakeOpenAI(LoopbackServer):
                 "choices": [{"index": 0, "delta": {"content": piece}, "finish_reason": None}],
             }
             await response.write(f"data: {json.dumps(chunk)}\n\n".encode())
+            if "\n" in piece and self.hold_after_first_line is not None:
+                await self.hold_after_first_line.wait()
         usage = {
             "id": "chatcmpl-fake",
             "object": "chat.completion.chunk",
@@ -158,6 +165,13 @@ class FakeOpenAI(LoopbackServer):
         if task == "grade":
             passage = user.split("Passage:", 1)[-1]
             return f"Relevance Score: {self._grade(question, passage)}"
+        if task == "grade_extract":
+            passage = user.split("Passage:", 1)[-1]
+            text = user.split("<<<", 1)[-1].rsplit(">>>", 1)[0].strip()
+            extract = (
+                self.extract_override(text) if self.extract_override else "。".join(text.split("。")[:2])
+            )
+            return f"Relevance Score: {self._grade(question, passage)}\n{extract}"
         if task == "grade_batch":
             passages = re.split(r"Passage \d+:", user)[1:]
             return json.dumps([self._grade(question, p) for p in passages])
@@ -203,6 +217,7 @@ def _task(system: str) -> str:
         ("web_rewrite", prompts.WEB_REWRITE),
         ("grade", prompts.GRADE),
         ("grade_batch", prompts.GRADE_BATCH),
+        ("grade_extract", prompts.GRADE_EXTRACT),
         ("refine", prompts.REFINE),
     ):
         if system == text:

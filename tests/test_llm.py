@@ -14,7 +14,8 @@ from cards.answer_card import answer_card
 from crag.engine import CragEngine
 from crag.factory import build_engine, open_local_index
 from crag.grade.llm import parse_score, parse_scores
-from crag.llm.client import LlmClient
+from crag.llm import prompts
+from crag.llm.client import LlmClient, LlmUnavailable
 from crag.models import Branch, Turn
 from crag.settings import CragSettings
 from tests.conftest import SAMPLE_DOCS
@@ -59,7 +60,9 @@ async def test_openai_shape_runs_every_stage(fake: FakeOpenAI, index_dir: Path) 
         await engine.close()
     tasks = [r["task"] for r in fake.chats()]
     assert tasks[0] == "rewrite"
-    assert tasks.count("grade") == len(result.graded) > 0
+    assert tasks.count("grade") + tasks.count("grade_extract") == len(result.graded) > 0
+    # The first passages' refinement rides on their grading calls: no refinement call of its own.
+    assert tasks.count("grade_extract") > 0 and "refine" not in tasks
     assert "answer" in tasks and "web_rewrite" not in tasks  # follow-ups ride on the answer call
     first = fake.chats()[0]
     assert first["path"] == "/v1/chat/completions"
@@ -300,3 +303,32 @@ async def test_azure_with_an_entra_id_token_sends_the_token_not_a_key(fake: Fake
     assert first["headers"]["Authorization"] == "Bearer entra-token-1"
     assert second["headers"]["Authorization"] == "Bearer entra-token-2"  # asked each call: it caches
     assert "api-key" not in first["headers"]
+
+
+async def test_a_streamed_call_is_retried_until_it_starts_and_learns_rejected_parameters(
+    fake: FakeOpenAI,
+) -> None:
+    # Streamed calls (answers, grading with an extract) go over the same plain HTTP as the others,
+    # with the same retries and the same lesson from a reasoning model's 400s.
+    llm = LlmClient.from_settings(
+        CragSettings(OPENAI_API_KEY="k", OPENAI_BASE_URL=fake.url + "/v1", CRAG_LLM_MAX_RETRIES=2).llm
+    )
+    assert llm is not None
+    heard: list[str] = []
+
+    async def on_text(text: str) -> None:
+        heard.append(text)
+
+    try:
+        fake.failures = ["500", "reasoning"]
+        reply = await llm.chat_stream(prompts.REWRITE, "Question: where is the canteen", on_text)
+        assert reply == "where is the canteen" and heard[-1] == reply
+        assert all(heard[i + 1].startswith(heard[i]) for i in range(len(heard) - 1))
+        bodies = [c["body"] for c in fake.chats()]
+        assert len(bodies) == 4 and all(b["stream"] is True for b in bodies)  # 500, 400, 400, reply
+        assert "max_completion_tokens" in bodies[-1] and "temperature" not in bodies[-1]
+        fake.failures = ["500"] * 5
+        with pytest.raises(LlmUnavailable):
+            await llm.chat_stream(prompts.REWRITE, "Question: x", on_text)
+    finally:
+        await llm.close()

@@ -11,13 +11,14 @@ import asyncio
 import json
 import logging
 import re
-from collections.abc import Sequence
+from collections.abc import Awaitable, Sequence
 
 from crag import trace
 from crag.llm import prompts
 from crag.llm.client import LlmClient, LlmUnavailable
 from crag.models import Chunk, Notice
 from crag.protocols import Grader
+from crag.refine.llm import mostly_copied
 
 log = logging.getLogger(__name__)
 
@@ -84,13 +85,21 @@ class LlmGrader:
     name = "llm-grade"
 
     def __init__(
-        self, llm: LlmClient, fallback: Grader, concurrency: int = 5, batch: bool = False, batch_size: int = 5
+        self,
+        llm: LlmClient,
+        fallback: Grader,
+        concurrency: int = 5,
+        batch: bool = False,
+        batch_size: int = 5,
+        extract_min_chars: int = 600,
     ) -> None:
         self._llm = llm
         self._fallback = fallback
         self._concurrency = concurrency
         self._batch = batch
         self._batch_size = batch_size
+        # Shorter passages are used whole: an extract would save little and cost output tokens.
+        self._extract_min_chars = extract_min_chars
         if batch:
             self.name = "llm-grade-batch"
 
@@ -108,6 +117,66 @@ class LlmGrader:
             log.warning("grading fell back to the local grader: %s", exc)
             trace.current().notice(Notice.LLM_FALLBACK)
             return await self._fallback.grade(question, chunks)
+
+    async def grade_extracting(
+        self, question: str, chunks: Sequence[Chunk], extract: Sequence[bool]
+    ) -> tuple[list[float], list[Awaitable[str | None]]]:
+        """One call per chunk, as grade() makes them; a long chunk asked for its extract is graded
+        by a streamed call whose first line is the score and the rest the extract. The scores are
+        returned once every first line is in: routing does not wait for the extracts."""
+        bound = asyncio.Semaphore(self._concurrency)
+        wanted = [
+            bool(want) and len(c.text) >= self._extract_min_chars
+            for c, want in zip(chunks, extract, strict=True)
+        ]
+        calls = [
+            self._grade_streamed(question, c, bound) if want else self._plain(question, c, bound)
+            for c, want in zip(chunks, wanted, strict=True)
+        ]
+        try:
+            graded = await asyncio.gather(*calls)
+        except LlmUnavailable as exc:
+            log.warning("grading fell back to the local grader: %s", exc)
+            trace.current().notice(Notice.LLM_FALLBACK)
+            return await self._fallback.grade(question, chunks), [_none() for _ in chunks]
+        return [score for score, _ in graded], [rest for _, rest in graded]
+
+    async def _plain(
+        self, question: str, chunk: Chunk, bound: asyncio.Semaphore
+    ) -> tuple[float, Awaitable[str | None]]:
+        return await self._grade_one(question, chunk, bound), _none()
+
+    async def _grade_streamed(
+        self, question: str, chunk: Chunk, bound: asyncio.Semaphore
+    ) -> tuple[float, Awaitable[str | None]]:
+        loop = asyncio.get_running_loop()
+        first_line: asyncio.Future[str] = loop.create_future()
+
+        async def on_text(so_far: str) -> None:
+            if not first_line.done() and "\n" in so_far.lstrip():
+                first_line.set_result(so_far.lstrip().split("\n", 1)[0])
+
+        async with bound:
+            framed = prompts.Fence().wrap(passage(chunk))
+            call = asyncio.create_task(
+                self._llm.chat_stream(
+                    prompts.GRADE_EXTRACT,
+                    f"Question: {question}\n\nPassage:\n{framed}",
+                    on_text,
+                    max_tokens=20 + 600,
+                )
+            )
+            # A failure is read by _extract_of, or by no one when grading falls back: never left unread.
+            call.add_done_callback(_read_failure)
+            await asyncio.wait({first_line, call}, return_when=asyncio.FIRST_COMPLETED)
+        # Without a first line the reply ended on it (a score, no extract), or the call failed:
+        # then result() raises LlmUnavailable and the whole grading falls back.
+        line = first_line.result() if first_line.done() else call.result()
+        score = parse_score(line)
+        if score is None:
+            log.warning("unparseable grade for chunk %s: %r", chunk.id, line[:80])
+            score = 0.0
+        return score, asyncio.create_task(_extract_of(call, chunk.text))
 
     async def _grade_one(self, question: str, chunk: Chunk, bound: asyncio.Semaphore) -> float:
         async with bound:
@@ -135,3 +204,30 @@ class LlmGrader:
             log.warning("unparseable batch grade for %d chunks: %r", len(chunks), reply[:80])
             return [0.0] * len(chunks)
         return scores
+
+
+def _read_failure(call: asyncio.Task[str]) -> None:
+    if not call.cancelled():
+        call.exception()
+
+
+def _none() -> asyncio.Future[str | None]:
+    """An extract that is not there (already known: nothing to wait for, nothing left unawaited)."""
+    done: asyncio.Future[str | None] = asyncio.get_running_loop().create_future()
+    done.set_result(None)
+    return done
+
+
+async def _extract_of(call: asyncio.Task[str], source: str) -> str | None:
+    """The extract after the score line: "" when the model found no sentence that helps, None when
+    there is none to use (the call failed, or the text is not copied from the passage: a summary
+    or an injection is never shown as the document's words)."""
+    try:
+        reply = await call
+    except LlmUnavailable as exc:
+        log.warning("extract lost with its grading call: %s", exc)
+        return None
+    rest = reply.strip().split("\n", 1)[1].strip() if "\n" in reply.strip() else ""
+    if rest.upper().startswith("NONE"):
+        return ""
+    return rest if rest and mostly_copied(rest, source) else None

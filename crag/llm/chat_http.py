@@ -3,11 +3,11 @@
 Under many concurrent turns the openai SDK's request building (httpx URL and header merging) and
 response parsing (typed models) cost 0.8 ms of CPU per call beyond the HTTP itself (measured against
 the fake server: 1.22-1.27 ms a call through `client.post`, 0.40-0.44 ms posted directly); a turn
-makes twelve such calls, and that was a quarter of the app's CPU under bench/bench_load.py. The
-non-streaming chat call is plain JSON in and out, so it is posted here; streaming and embeddings stay
-with the SDK. Retries follow the SDK's policy: connection errors, timeouts, 408, 409, 429 and 5xx,
-exponential backoff from 0.5 s up to 8 s with jitter, Retry-After (or retry-after-ms) honoured up
-to 60 s.
+makes twelve such calls, and that was a quarter of the app's CPU under bench/bench_load.py. Chat
+calls, plain and streamed (server-sent events read line by line, where the SDK built typed models of
+each event), are posted here; embeddings stay with the SDK. Retries follow the SDK's policy:
+connection errors, timeouts, 408, 409, 429 and 5xx, exponential backoff from 0.5 s up to 8 s with
+jitter, Retry-After (or retry-after-ms) honoured up to 60 s.
 """
 
 from __future__ import annotations
@@ -83,6 +83,42 @@ class ChatEndpoint:
             await asyncio.sleep(delay)
         raise ChatHttpError("connection")  # not reached: the last attempt returns or raises
 
+    async def stream(
+        self, body: Mapping[str, Any], on_delta: Callable[[str], Awaitable[None]]
+    ) -> dict[str, Any]:
+        """A streamed reply (server-sent events): on_delta hears each piece of the content as it
+        comes; returns the usage, when the server sends it. Retried as post() is until the reply
+        starts; a stream that breaks off after it started is not retried (its text was heard)."""
+        timeout = aiohttp.ClientTimeout(
+            total=None, sock_connect=self._timeout.total, sock_read=self._timeout.total
+        )
+        for attempt in range(self._max_retries + 1):
+            last = attempt == self._max_retries
+            try:
+                async with self._open().post(
+                    self._url, json=body, headers=await self._headers(), timeout=timeout, **self._proxy
+                ) as response:
+                    if response.status == 200:
+                        try:
+                            return await _events(response, on_delta)
+                        except (TimeoutError, aiohttp.ClientError, ValueError) as exc:
+                            raise ChatHttpError("connection", message=type(exc).__name__) from None
+                    text = await response.text()
+                    if last or not (response.status in RETRYABLE or response.status >= 500):
+                        raise ChatHttpError("status", response.status, _error_message(text))
+                    wait = retry_after(response.headers, MAX_RETRY_AFTER)
+                    delay = backoff(attempt, INITIAL_DELAY, MAX_DELAY) if wait is None else wait
+            except TimeoutError:
+                if last:
+                    raise ChatHttpError("timeout") from None
+                delay = backoff(attempt, INITIAL_DELAY, MAX_DELAY)
+            except (aiohttp.ClientError, UnicodeDecodeError) as exc:
+                if last:
+                    raise ChatHttpError("connection", message=type(exc).__name__) from None
+                delay = backoff(attempt, INITIAL_DELAY, MAX_DELAY)
+            await asyncio.sleep(delay)
+        raise ChatHttpError("connection")  # not reached: the last attempt returns or raises
+
     def _open(self) -> aiohttp.ClientSession:
         if self._session is None or self._session.closed:
             # No connection cap of its own (aiohttp's default is 100): LlmClient's semaphore bounds
@@ -95,6 +131,32 @@ class ChatEndpoint:
     async def close(self) -> None:
         if self._session is not None:
             await self._session.close()
+
+
+async def _events(
+    response: aiohttp.ClientResponse, on_delta: Callable[[str], Awaitable[None]]
+) -> dict[str, Any]:
+    """Read `data:` lines until [DONE]: each event's content delta to on_delta; the usage returned."""
+    usage: dict[str, Any] = {}
+    async for raw in response.content:
+        line = raw.strip()
+        if not line.startswith(b"data:"):
+            continue  # blank separators, comments, event names
+        data = line[5:].strip()
+        if data == b"[DONE]":
+            break
+        event = json.loads(data)
+        if not isinstance(event, dict):
+            raise ValueError("an event is not a JSON object")
+        if isinstance(event.get("error"), dict):  # a failure reported inside the stream
+            raise ChatHttpError("status", 200, str(event["error"].get("message", "")))
+        if isinstance(event.get("usage"), dict):
+            usage = event["usage"]
+        for choice in event.get("choices") or ():
+            delta = (choice.get("delta") or {}).get("content") if isinstance(choice, dict) else None
+            if isinstance(delta, str) and delta:
+                await on_delta(delta)
+    return usage
 
 
 def _error_message(text: str) -> str:

@@ -43,7 +43,7 @@ class LlmClient:
         chat_endpoint: ChatEndpoint | None = None,
     ) -> None:
         self._client = client
-        # Non-streaming chat, most of a turn's calls, is posted without the SDK (chat_http.py).
+        # Chat calls, plain and streamed, are posted without the SDK (chat_http.py).
         self._endpoint = chat_endpoint or _endpoint_of(client, model, timeout)
         self.model = model
         self.embedding_model = embedding_model
@@ -149,32 +149,42 @@ class LlmClient:
     ) -> str:
         """Like chat, but streams: on_text receives the reply so far each time it grows."""
         messages = [{"role": "system", "content": system}, {"role": "user", "content": user}]
-        params: dict[str, Any] = {
-            "model": self.model,
-            "messages": messages,
-            "timeout": self._timeout,
-            "stream": True,
-            "stream_options": {"include_usage": True},
-            self._token_param: max_tokens,
-        }
-        if self._send_temperature:
-            params["temperature"] = temperature
+        if not self.breaker.allow():
+            raise LlmUnavailable("circuit open after repeated failures")
         text = ""
-        turn = trace.current()
+
+        async def on_delta(piece: str) -> None:
+            nonlocal text
+            text += piece
+            await on_text(text)
+
         async with self._semaphore:
-            try:
-                stream = await self._client.chat.completions.create(**params)
-                async for event in stream:
-                    if event.usage is not None:
-                        turn.prompt_tokens += event.usage.prompt_tokens or 0
-                        turn.completion_tokens += event.usage.completion_tokens or 0
-                    delta = event.choices[0].delta.content if event.choices else None
-                    if delta:
-                        text += delta
-                        await on_text(text)
-            except openai.OpenAIError as exc:
-                raise LlmUnavailable(_describe(exc)) from None
+            for _ in range(3):  # at most two parameter adjustments
+                body: dict[str, Any] = {
+                    "model": self.model,
+                    "messages": messages,
+                    "stream": True,
+                    "stream_options": {"include_usage": True},
+                    self._token_param: max_tokens,
+                }
+                if self._send_temperature:
+                    body["temperature"] = temperature
+                try:
+                    usage = await self._endpoint.stream(body, on_delta)
+                except ChatHttpError as exc:
+                    if exc.status == 400 and not text:
+                        if self._adjust(exc.message):
+                            continue
+                        raise LlmUnavailable("HTTP 400") from None
+                    self.breaker.failure()
+                    raise LlmUnavailable(_describe_http(exc)) from None
+                break
+        self.breaker.success()
+        turn = trace.current()
         turn.llm_calls += 1
+        prompt_tokens, completion_tokens = usage.get("prompt_tokens"), usage.get("completion_tokens")
+        turn.prompt_tokens += prompt_tokens if isinstance(prompt_tokens, int) else 0
+        turn.completion_tokens += completion_tokens if isinstance(completion_tokens, int) else 0
         return text
 
     async def embed(self, texts: Sequence[str]) -> list[list[float]]:

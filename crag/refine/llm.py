@@ -54,10 +54,10 @@ class LlmRefiner:
         if reply.upper().startswith("NONE"):
             return ""
         # A refinement must come from the passage; anything else (a summary, an injection) is discarded.
-        return reply if _mostly_copied(reply, text) else text
+        return reply if mostly_copied(reply, text) else text
 
 
-def _mostly_copied(extract: str, source: str) -> bool:
+def mostly_copied(extract: str, source: str) -> bool:
     pieces = [p for p in extract.replace("\n", "。").split("。") if p.strip()]
     if not pieces:
         return False
