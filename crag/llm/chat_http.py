@@ -136,26 +136,37 @@ class ChatEndpoint:
 async def _events(
     response: aiohttp.ClientResponse, on_delta: Callable[[str], Awaitable[None]]
 ) -> dict[str, Any]:
-    """Read `data:` lines until [DONE]: each event's content delta to on_delta; the usage returned."""
+    """Read `data:` lines until [DONE]: the content deltas to on_delta, once per read from the socket
+    (an event is a token or so: one callback per event cost more than the parsing); the usage returned."""
     usage: dict[str, Any] = {}
-    async for raw in response.content:
-        line = raw.strip()
-        if not line.startswith(b"data:"):
-            continue  # blank separators, comments, event names
-        data = line[5:].strip()
-        if data == b"[DONE]":
+    pending = b""
+    async for data in response.content.iter_any():
+        *lines, pending = (pending + data).split(b"\n")
+        pieces: list[str] = []
+        done = False
+        for raw in lines:
+            line = raw.strip()
+            if not line.startswith(b"data:"):
+                continue  # blank separators, comments, event names
+            payload = line[5:].strip()
+            if payload == b"[DONE]":
+                done = True
+                break
+            event = json.loads(payload)
+            if not isinstance(event, dict):
+                raise ValueError("an event is not a JSON object")
+            if isinstance(event.get("error"), dict):  # a failure reported inside the stream
+                raise ChatHttpError("status", 200, str(event["error"].get("message", "")))
+            if isinstance(event.get("usage"), dict):
+                usage = event["usage"]
+            for choice in event.get("choices") or ():
+                delta = (choice.get("delta") or {}).get("content") if isinstance(choice, dict) else None
+                if isinstance(delta, str) and delta:
+                    pieces.append(delta)
+        if pieces:
+            await on_delta("".join(pieces))
+        if done:
             break
-        event = json.loads(data)
-        if not isinstance(event, dict):
-            raise ValueError("an event is not a JSON object")
-        if isinstance(event.get("error"), dict):  # a failure reported inside the stream
-            raise ChatHttpError("status", 200, str(event["error"].get("message", "")))
-        if isinstance(event.get("usage"), dict):
-            usage = event["usage"]
-        for choice in event.get("choices") or ():
-            delta = (choice.get("delta") or {}).get("content") if isinstance(choice, dict) else None
-            if isinstance(delta, str) and delta:
-                await on_delta(delta)
     return usage
 
 
