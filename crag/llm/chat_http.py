@@ -52,21 +52,48 @@ class ChatEndpoint:
 
     async def post(self, body: Mapping[str, Any]) -> dict[str, Any]:
         """The parsed JSON reply, or ChatHttpError once the retries are spent."""
+
+        async def read(response: aiohttp.ClientResponse) -> dict[str, Any]:
+            reply = await response.json(content_type=None)  # invalid JSON: retried, as a lost reply
+            if not isinstance(reply, dict):
+                raise ChatHttpError("status", 200, "the reply is not a JSON object")
+            return reply
+
+        return await self._send(body, self._timeout, read)
+
+    async def stream(
+        self, body: Mapping[str, Any], on_delta: Callable[[str], Awaitable[None]]
+    ) -> dict[str, Any]:
+        """A streamed reply (server-sent events): on_delta hears each piece of the content as it
+        comes; returns the usage, when the server sends it. Retried as post() is until the reply
+        starts; a stream that breaks off after it started is not retried (its text was heard)."""
+
+        async def read(response: aiohttp.ClientResponse) -> dict[str, Any]:
+            try:
+                return await _events(response, on_delta)
+            except (TimeoutError, aiohttp.ClientError, ValueError) as exc:
+                raise ChatHttpError("connection", message=type(exc).__name__) from None
+
+        # No limit on the whole reply (an answer streams for as long as it is written), only on
+        # connecting and on each wait for more of it.
+        per_read = self._timeout.total
+        return await self._send(body, aiohttp.ClientTimeout(sock_connect=per_read, sock_read=per_read), read)
+
+    async def _send(
+        self,
+        body: Mapping[str, Any],
+        timeout: aiohttp.ClientTimeout,
+        read: Callable[[aiohttp.ClientResponse], Awaitable[dict[str, Any]]],
+    ) -> dict[str, Any]:
+        """POST with the SDK's retry policy; a 200 is handed to `read`."""
         for attempt in range(self._max_retries + 1):
             last = attempt == self._max_retries
             try:
                 async with self._open().post(
-                    self._url,
-                    json=body,
-                    headers=await self._headers(),
-                    timeout=self._timeout,
-                    **self._proxy,
+                    self._url, json=body, headers=await self._headers(), timeout=timeout, **self._proxy
                 ) as response:
                     if response.status == 200:
-                        reply = await response.json(content_type=None)
-                        if not isinstance(reply, dict):
-                            raise ChatHttpError("status", 200, "the reply is not a JSON object")
-                        return reply
+                        return await read(response)
                     text = await response.text()
                     if last or not (response.status in RETRYABLE or response.status >= 500):
                         raise ChatHttpError("status", response.status, _error_message(text))
@@ -77,42 +104,6 @@ class ChatEndpoint:
                     raise ChatHttpError("timeout") from None
                 delay = backoff(attempt, INITIAL_DELAY, MAX_DELAY)
             except (aiohttp.ClientError, json.JSONDecodeError, UnicodeDecodeError) as exc:
-                if last:
-                    raise ChatHttpError("connection", message=type(exc).__name__) from None
-                delay = backoff(attempt, INITIAL_DELAY, MAX_DELAY)
-            await asyncio.sleep(delay)
-        raise ChatHttpError("connection")  # not reached: the last attempt returns or raises
-
-    async def stream(
-        self, body: Mapping[str, Any], on_delta: Callable[[str], Awaitable[None]]
-    ) -> dict[str, Any]:
-        """A streamed reply (server-sent events): on_delta hears each piece of the content as it
-        comes; returns the usage, when the server sends it. Retried as post() is until the reply
-        starts; a stream that breaks off after it started is not retried (its text was heard)."""
-        timeout = aiohttp.ClientTimeout(
-            total=None, sock_connect=self._timeout.total, sock_read=self._timeout.total
-        )
-        for attempt in range(self._max_retries + 1):
-            last = attempt == self._max_retries
-            try:
-                async with self._open().post(
-                    self._url, json=body, headers=await self._headers(), timeout=timeout, **self._proxy
-                ) as response:
-                    if response.status == 200:
-                        try:
-                            return await _events(response, on_delta)
-                        except (TimeoutError, aiohttp.ClientError, ValueError) as exc:
-                            raise ChatHttpError("connection", message=type(exc).__name__) from None
-                    text = await response.text()
-                    if last or not (response.status in RETRYABLE or response.status >= 500):
-                        raise ChatHttpError("status", response.status, _error_message(text))
-                    wait = retry_after(response.headers, MAX_RETRY_AFTER)
-                    delay = backoff(attempt, INITIAL_DELAY, MAX_DELAY) if wait is None else wait
-            except TimeoutError:
-                if last:
-                    raise ChatHttpError("timeout") from None
-                delay = backoff(attempt, INITIAL_DELAY, MAX_DELAY)
-            except (aiohttp.ClientError, UnicodeDecodeError) as exc:
                 if last:
                     raise ChatHttpError("connection", message=type(exc).__name__) from None
                 delay = backoff(attempt, INITIAL_DELAY, MAX_DELAY)

@@ -99,41 +99,16 @@ class LlmClient:
         max_tokens: int = 400,
         temperature: float = 0.0,
     ) -> str:
-        messages = [{"role": "system", "content": system}, {"role": "user", "content": user}]
-        if not self.breaker.allow():
-            raise LlmUnavailable("circuit open after repeated failures")
-        async with self._semaphore:
-            for _ in range(3):  # at most two parameter adjustments
-                body: dict[str, Any] = {
-                    "model": self.model,
-                    "messages": messages,
-                    self._token_param: max_tokens,
-                }
-                if self._send_temperature:
-                    body["temperature"] = temperature
-                try:
-                    reply = await self._endpoint.post(body)
-                except ChatHttpError as exc:
-                    if exc.status == 400:
-                        if self._adjust(exc.message):
-                            continue
-                        raise LlmUnavailable("HTTP 400") from None
-                    self.breaker.failure()
-                    raise LlmUnavailable(_describe_http(exc)) from None
-                break
+        reply = await self._call(system, user, max_tokens, temperature, {}, self._endpoint.post)
         try:
-            usage = reply.get("usage") or {}
             choices = reply.get("choices") or []
             content = (choices[0].get("message") or {}).get("content") if choices else None
-            prompt_tokens, completion_tokens = usage.get("prompt_tokens"), usage.get("completion_tokens")
+            usage = reply.get("usage") or {}
+            self._count(usage)
         except (AttributeError, TypeError, IndexError):
             self.breaker.failure()
             raise LlmUnavailable("invalid response") from None
         self.breaker.success()
-        turn = trace.current()
-        turn.llm_calls += 1
-        turn.prompt_tokens += prompt_tokens if isinstance(prompt_tokens, int) else 0
-        turn.completion_tokens += completion_tokens if isinstance(completion_tokens, int) else 0
         if not choices:
             raise LlmUnavailable("empty response")
         return content if isinstance(content, str) else ""
@@ -148,9 +123,6 @@ class LlmClient:
         temperature: float = 0.0,
     ) -> str:
         """Like chat, but streams: on_text receives the reply so far each time it grows."""
-        messages = [{"role": "system", "content": system}, {"role": "user", "content": user}]
-        if not self.breaker.allow():
-            raise LlmUnavailable("circuit open after repeated failures")
         text = ""
 
         async def on_delta(piece: str) -> None:
@@ -158,34 +130,52 @@ class LlmClient:
             text += piece
             await on_text(text)
 
+        async def send(body: dict[str, Any]) -> dict[str, Any]:
+            return await self._endpoint.stream(body, on_delta)
+
+        stream = {"stream": True, "stream_options": {"include_usage": True}}
+        self._count(await self._call(system, user, max_tokens, temperature, stream, send))
+        self.breaker.success()
+        return text
+
+    async def _call(
+        self,
+        system: str,
+        user: str,
+        max_tokens: int,
+        temperature: float,
+        extra: dict[str, Any],
+        send: Callable[[dict[str, Any]], Awaitable[dict[str, Any]]],
+    ) -> dict[str, Any]:
+        """One chat request through `send`, within the concurrency bound and the circuit breaker,
+        sent again without a parameter the model rejects (a 400 comes before any streamed text)."""
+        if not self.breaker.allow():
+            raise LlmUnavailable("circuit open after repeated failures")
+        messages = [{"role": "system", "content": system}, {"role": "user", "content": user}]
         async with self._semaphore:
             for _ in range(3):  # at most two parameter adjustments
-                body: dict[str, Any] = {
-                    "model": self.model,
-                    "messages": messages,
-                    "stream": True,
-                    "stream_options": {"include_usage": True},
-                    self._token_param: max_tokens,
-                }
+                body: dict[str, Any] = {"model": self.model, "messages": messages, **extra}
+                body[self._token_param] = max_tokens
                 if self._send_temperature:
                     body["temperature"] = temperature
                 try:
-                    usage = await self._endpoint.stream(body, on_delta)
+                    return await send(body)
                 except ChatHttpError as exc:
-                    if exc.status == 400 and not text:
+                    if exc.status == 400:
                         if self._adjust(exc.message):
                             continue
                         raise LlmUnavailable("HTTP 400") from None
                     self.breaker.failure()
                     raise LlmUnavailable(_describe_http(exc)) from None
-                break
-        self.breaker.success()
+        raise LlmUnavailable("HTTP 400")  # not reached: a third 400 names no parameter left to drop
+
+    def _count(self, usage: dict[str, Any]) -> None:
+        """The call and its tokens, on the turn's accounts."""
         turn = trace.current()
         turn.llm_calls += 1
         prompt_tokens, completion_tokens = usage.get("prompt_tokens"), usage.get("completion_tokens")
         turn.prompt_tokens += prompt_tokens if isinstance(prompt_tokens, int) else 0
         turn.completion_tokens += completion_tokens if isinstance(completion_tokens, int) else 0
-        return text
 
     async def embed(self, texts: Sequence[str]) -> list[list[float]]:
         if not self.embedding_model:
