@@ -114,9 +114,7 @@ class LlmGrader:
                 return [s for group in results for s in group]
             return list(await asyncio.gather(*(self._grade_one(question, c, bound) for c in chunks)))
         except LlmUnavailable as exc:
-            log.warning("grading fell back to the local grader: %s", exc)
-            trace.current().notice(Notice.LLM_FALLBACK)
-            return await self._fallback.grade(question, chunks)
+            return await self._fall_back(question, chunks, exc)
 
     async def grade_extracting(
         self, question: str, chunks: Sequence[Chunk], extract: Sequence[bool]
@@ -136,10 +134,14 @@ class LlmGrader:
         try:
             graded = await asyncio.gather(*calls)
         except LlmUnavailable as exc:
-            log.warning("grading fell back to the local grader: %s", exc)
-            trace.current().notice(Notice.LLM_FALLBACK)
-            return await self._fallback.grade(question, chunks), [_none() for _ in chunks]
+            return await self._fall_back(question, chunks, exc), [_none() for _ in chunks]
         return [score for score, _ in graded], [rest for _, rest in graded]
+
+    async def _fall_back(self, question: str, chunks: Sequence[Chunk], exc: LlmUnavailable) -> list[float]:
+        """The whole round graded locally when the model cannot be reached, and the turn says so."""
+        log.warning("grading fell back to the local grader: %s", exc)
+        trace.current().notice(Notice.LLM_FALLBACK)
+        return await self._fallback.grade(question, chunks)
 
     async def _plain(
         self, question: str, chunk: Chunk, bound: asyncio.Semaphore
