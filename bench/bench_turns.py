@@ -102,6 +102,10 @@ async def main_async(args: argparse.Namespace) -> None:
     for server in (llm, search, serp):
         await server.start()
     serp.current = "w"  # every web search finds the same page
+    if args.short_extract:
+        # The fake has no model: its extract is the whole passage, streamed a word at a time by a
+        # server in this benchmark's own event loop. A model copies a few sentences.
+        llm.extract_override = lambda passage: passage.split(". ")[0]
     try:
         base = settings_for(llm, search, serp)
         # Ingest (embeddings need none: keyword mode), then add the search latency.
@@ -167,6 +171,11 @@ def main() -> None:
     parser.add_argument("--batch", action="store_true", help="grade five chunks per model call")
     parser.add_argument("--web-rewrite", action="store_true", help="the model writes the web query")
     parser.add_argument("--refine", action="store_true", help="refinement on, as by default with a model")
+    parser.add_argument(
+        "--short-extract",
+        action="store_true",
+        help="with --refine: extracts of one sentence, not the whole passage",
+    )
     asyncio.run(main_async(parser.parse_args()))
 
 
