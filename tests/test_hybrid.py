@@ -104,6 +104,50 @@ async def test_japanese_question_finds_the_english_allowance_through_the_dense_p
     assert all((index.standing(question, c.id) or (9.0, 0.0))[0] < standing[0] for c in others)
 
 
+class RecordingEmbedder:
+    """The real local embedder, recording the passages it is given."""
+
+    def __init__(self, inner: LocalEmbedder) -> None:
+        self.inner = inner
+        self.name = inner.name
+        self.passages: list[str] = []
+
+    async def query_array(self, text: str) -> np.ndarray:
+        return await self.inner.query_array(text)
+
+    async def passages_array(self, texts: Sequence[str]) -> np.ndarray:
+        self.passages.extend(texts)
+        return await self.inner.passages_array(texts)
+
+
+async def test_a_sentence_is_embedded_under_its_section_heading(tmp_path: Path) -> None:
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "it.md").write_text(
+        "# IT Guide\n\n## Software requests\n\nOther software needs a request in HelpNow. "
+        "The review takes about 10 business days.\n\n## Meeting rooms\n\nRooms are booked in Outlook.\n",
+        "utf-8",
+    )
+    index, _ = open_local_index(settings_for(docs, tmp_path, CRAG_EMBEDDINGS="off"))
+    embedder = RecordingEmbedder(choice.local_embedder())
+    index.attach_vectors(embedder, None)
+    assert index.vectors is not None
+    await index.vectors.build()
+    # "The review takes about 10 business days." alone says nothing of software requests.
+    assert "Software requests: The review takes about 10 business days." in embedder.passages
+    assert "Meeting rooms: Rooms are booked in Outlook." in embedder.passages
+    assert "The review takes about 10 business days." not in embedder.passages
+    # What the grader and the composer read back is the sentence itself, with that vector.
+    software = next(c for c in index.chunks if c.headers[-1] == "Software requests")
+    found_sentences = index.sentence_vectors(software.id)
+    assert found_sentences is not None
+    texts, matrix = found_sentences
+    assert texts == ["Other software needs a request in HelpNow.", "The review takes about 10 business days."]
+    review = "Software requests: The review takes about 10 business days."
+    framed = await embedder.inner.passages_array([review])
+    assert float(matrix[1] @ framed[0]) > 0.99
+
+
 async def test_reindex_of_one_changed_file_embeds_only_its_texts(tmp_path: Path) -> None:
     docs = tmp_path / "docs"
     docs.mkdir()

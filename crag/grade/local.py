@@ -77,26 +77,30 @@ LEXICAL = Model(
 # alone, beside the web results instead of answering from the web alone. The standing features carry
 # most of the meaning-level weight: how far a chunk stands out among its language's chunks does not
 # depend on the question's language, where the raw cosine does.
+# Refitted (weights, bias, lower) on 2026-12-02 when sentence vectors began to carry their section's
+# heading (crag/embed/index_vectors.py sentence_in_section). upper stays at 1.00, the operating point
+# of the previous fit: the fitter's proxy now picks 0.45 with the old vectors and the new alike,
+# which would send many more answers to the documents alone than the eval CLI has checked.
 SEMANTIC: Model | None = Model(
     weights=(
-        1.941,
-        1.520,
-        0.564,
-        0.072,
-        -0.174,
-        0.588,
-        -2.539,
-        -0.064,
-        2.150,
-        -0.162,
-        1.026,
-        1.178,
-        -0.494,
-        0.407,
+        1.891,
+        1.489,
+        0.622,
+        0.009,
+        -0.202,
+        0.527,
+        -2.310,
+        -0.312,
+        2.378,
+        -0.597,
+        1.629,
+        1.098,
+        -0.261,
+        0.494,
     ),
-    bias=-5.550,
+    bias=-5.683,
     upper=1.00,
-    lower=-2.50,
+    lower=-2.60,
 )
 
 
