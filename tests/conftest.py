@@ -12,6 +12,7 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
+from tests.fake_openai import FakeOpenAI  # noqa: E402
 from tests.fakes import FakeConnector  # noqa: E402
 
 # Throwaway servers for the tests that use a real service (tests/servers/), and the fake Graph.
@@ -27,6 +28,15 @@ async def connector() -> AsyncIterator[FakeConnector]:
     await fake.start()
     yield fake
     await fake.stop()
+
+
+@pytest.fixture
+async def fake_openai() -> AsyncIterator[FakeOpenAI]:
+    """A fake OpenAI-compatible server on 127.0.0.1 (tests/fake_openai.py)."""
+    server = FakeOpenAI()
+    await server.start()
+    yield server
+    await server.stop()
 
 
 @pytest.fixture(scope="session")

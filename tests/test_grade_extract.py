@@ -6,7 +6,6 @@ lines only. Through the real `openai` client against the fake server on 127.0.0.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -35,15 +34,7 @@ DOCS = {
 }
 
 
-@pytest.fixture
-async def fake() -> AsyncIterator[FakeOpenAI]:
-    server = FakeOpenAI()
-    await server.start()
-    yield server
-    await server.stop()
-
-
-def _engine(tmp_path: Path, fake: FakeOpenAI, **env: Any) -> CragEngine:
+def _engine(tmp_path: Path, fake_openai: FakeOpenAI, **env: Any) -> CragEngine:
     docs = tmp_path / "docs"
     docs.mkdir(exist_ok=True)
     for name, text in DOCS.items():
@@ -54,54 +45,54 @@ def _engine(tmp_path: Path, fake: FakeOpenAI, **env: Any) -> CragEngine:
         CRAG_EMBEDDINGS="off",
         CRAG_CACHE_TTL=0,
         OPENAI_API_KEY="k",
-        OPENAI_BASE_URL=fake.url + "/v1",
+        OPENAI_BASE_URL=fake_openai.url + "/v1",
         **env,
     )
     return build_engine(settings, open_local_index(settings)[0])
 
 
-def _answer_prompt(fake: FakeOpenAI) -> str:
-    return str(fake.chats("answer")[-1]["body"]["messages"][-1]["content"])
+def _answer_prompt(fake_openai: FakeOpenAI) -> str:
+    return str(fake_openai.chats("answer")[-1]["body"]["messages"][-1]["content"])
 
 
 async def test_the_grading_call_copies_the_extract_and_no_refinement_call_is_made(
-    tmp_path: Path, fake: FakeOpenAI
+    tmp_path: Path, fake_openai: FakeOpenAI
 ) -> None:
-    fake.extract_override = lambda passage: "The monthly remote work allowance is JPY 3,000."
-    engine = _engine(tmp_path, fake)
+    fake_openai.extract_override = lambda passage: "The monthly remote work allowance is JPY 3,000."
+    engine = _engine(tmp_path, fake_openai)
     try:
         result = await engine.run("How much is the monthly remote work allowance?")
     finally:
         await engine.close()
-    tasks = [c["task"] for c in fake.chats()]
+    tasks = [c["task"] for c in fake_openai.chats()]
     assert "refine" not in tasks and tasks.count("grade_extract") == 1  # the one long passage
     assert tasks.count("grade") + tasks.count("grade_extract") == len(result.graded)
     assert result.llm_calls == len(tasks) == 1 + len(result.graded) + 1  # rewrite, grades, answer
-    extracting = fake.chats("grade_extract")[0]
+    extracting = fake_openai.chats("grade_extract")[0]
     assert extracting["body"]["stream"] is True  # the score line is read before the extract ends
     # The answer is written from the extract, not from the whole passage.
-    prompt = _answer_prompt(fake)
+    prompt = _answer_prompt(fake_openai)
     assert "JPY 3,000" in prompt and "Equipment is provided by the IT desk" not in prompt
 
 
-async def test_with_refinement_off_there_is_no_extract(tmp_path: Path, fake: FakeOpenAI) -> None:
-    engine = _engine(tmp_path, fake, CRAG_REFINE=False)
+async def test_with_refinement_off_there_is_no_extract(tmp_path: Path, fake_openai: FakeOpenAI) -> None:
+    engine = _engine(tmp_path, fake_openai, CRAG_REFINE=False)
     try:
         await engine.run("How much is the monthly remote work allowance?")
     finally:
         await engine.close()
-    tasks = [c["task"] for c in fake.chats()]
+    tasks = [c["task"] for c in fake_openai.chats()]
     assert "grade_extract" not in tasks and "refine" not in tasks
-    assert "Equipment is provided by the IT desk" in _answer_prompt(fake)
+    assert "Equipment is provided by the IT desk" in _answer_prompt(fake_openai)
 
 
-async def test_batched_grading_keeps_the_refinement_calls(tmp_path: Path, fake: FakeOpenAI) -> None:
-    engine = _engine(tmp_path, fake, CRAG_GRADE_BATCH=True)
+async def test_batched_grading_keeps_the_refinement_calls(tmp_path: Path, fake_openai: FakeOpenAI) -> None:
+    engine = _engine(tmp_path, fake_openai, CRAG_GRADE_BATCH=True)
     try:
         await engine.run("How much is the monthly remote work allowance?")
     finally:
         await engine.close()
-    tasks = [c["task"] for c in fake.chats()]
+    tasks = [c["task"] for c in fake_openai.chats()]
     assert "grade_extract" not in tasks and "refine" in tasks
 
 
@@ -114,29 +105,29 @@ async def test_batched_grading_keeps_the_refinement_calls(tmp_path: Path, fake: 
     ids=["none", "not-copied"],
 )
 async def test_an_extract_of_nothing_drops_the_passage_and_one_not_copied_is_not_used(
-    tmp_path: Path, fake: FakeOpenAI, extract: str, used_whole: bool, left_out: bool
+    tmp_path: Path, fake_openai: FakeOpenAI, extract: str, used_whole: bool, left_out: bool
 ) -> None:
-    fake.extract_override = lambda passage: extract
-    fake.grade_override = lambda question, passage: 0.9 if "allowance" in passage else 0.0
-    engine = _engine(tmp_path, fake)
+    fake_openai.extract_override = lambda passage: extract
+    fake_openai.grade_override = lambda question, passage: 0.9 if "allowance" in passage else 0.0
+    engine = _engine(tmp_path, fake_openai)
     try:
         result = await engine.run("How much is the monthly remote work allowance?")
     finally:
         await engine.close()
-    assert fake.chats("grade_extract")
+    assert fake_openai.chats("grade_extract")
     if left_out:  # no document source left: the answer prompt holds no passage of it
-        assert not fake.chats("answer") or "Equipment is provided" not in _answer_prompt(fake)
+        assert not fake_openai.chats("answer") or "Equipment is provided" not in _answer_prompt(fake_openai)
         assert not result.citations
     if used_whole:
-        assert "Equipment is provided by the IT desk" in _answer_prompt(fake)
-        assert extract not in _answer_prompt(fake)
+        assert "Equipment is provided by the IT desk" in _answer_prompt(fake_openai)
+        assert extract not in _answer_prompt(fake_openai)
 
 
 async def test_a_failed_grading_call_falls_back_and_the_passages_are_used_whole(
-    tmp_path: Path, fake: FakeOpenAI
+    tmp_path: Path, fake_openai: FakeOpenAI
 ) -> None:
-    engine = _engine(tmp_path, fake, CRAG_LLM_MAX_RETRIES=0)
-    fake.failures = ["", *["500"] * 20]  # the rewrite answers; every grading call fails
+    engine = _engine(tmp_path, fake_openai, CRAG_LLM_MAX_RETRIES=0)
+    fake_openai.failures = ["", *["500"] * 20]  # the rewrite answers; every grading call fails
     try:
         result = await engine.run("How much is the monthly remote work allowance?")
     finally:
@@ -146,12 +137,13 @@ async def test_a_failed_grading_call_falls_back_and_the_passages_are_used_whole(
     assert "JPY 3,000" in result.answer
 
 
-async def test_the_scores_come_before_the_extract_is_written(fake: FakeOpenAI) -> None:
-    llm = LlmClient.from_settings(CragSettings(OPENAI_API_KEY="k", OPENAI_BASE_URL=fake.url + "/v1").llm)
+async def test_the_scores_come_before_the_extract_is_written(fake_openai: FakeOpenAI) -> None:
+    settings = CragSettings(OPENAI_API_KEY="k", OPENAI_BASE_URL=fake_openai.url + "/v1")
+    llm = LlmClient.from_settings(settings.llm)
     assert llm is not None
     grader = LlmGrader(llm, LocalGrader(FlatStats(term_extractor())), extract_min_chars=100)
-    fake.extract_override = lambda passage: "The monthly remote work allowance is JPY 3,000."
-    fake.hold_after_first_line = asyncio.Event()
+    fake_openai.extract_override = lambda passage: "The monthly remote work allowance is JPY 3,000."
+    fake_openai.hold_after_first_line = asyncio.Event()
     chunks = [
         Chunk(id="a", file="remote.md", title="Remote work", text=LONG),
         Chunk(id="b", file="parking.md", title="Parking", text="Visitors park in bay B."),
@@ -162,10 +154,11 @@ async def test_the_scores_come_before_the_extract_is_written(fake: FakeOpenAI) -
             grader.grade_extracting("What is the remote work allowance?", chunks, [True, True]), 30
         )
         assert scores[0] > scores[1] >= 0.0
-        assert sorted(c["task"] for c in fake.chats()) == ["grade", "grade_extract"]  # the short one: plain
-        fake.hold_after_first_line.set()
+        # The short passage is graded with a plain call.
+        assert sorted(c["task"] for c in fake_openai.chats()) == ["grade", "grade_extract"]
+        fake_openai.hold_after_first_line.set()
         texts = await asyncio.wait_for(asyncio.gather(*extracts), 30)
         assert texts == ["The monthly remote work allowance is JPY 3,000.", None]
     finally:
-        fake.hold_after_first_line.set()
+        fake_openai.hold_after_first_line.set()
         await llm.close()

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -24,14 +23,6 @@ from tests.fakes import card_text
 from texts import REFUSAL
 
 
-@pytest.fixture
-async def fake() -> AsyncIterator[FakeOpenAI]:
-    server = FakeOpenAI()
-    await server.start()
-    yield server
-    await server.stop()
-
-
 @pytest.fixture(scope="module")
 def index_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return tmp_path_factory.mktemp("llm-index")
@@ -43,42 +34,42 @@ def _engine(index_dir: Path, **env: Any) -> CragEngine:
     return build_engine(settings, index)
 
 
-def _openai_env(fake: FakeOpenAI, **extra: Any) -> dict[str, Any]:
+def _openai_env(fake_openai: FakeOpenAI, **extra: Any) -> dict[str, Any]:
     return {
         "OPENAI_API_KEY": "sk-test-key",
-        "OPENAI_BASE_URL": fake.url + "/v1",
+        "OPENAI_BASE_URL": fake_openai.url + "/v1",
         "OPENAI_MODEL": "gpt-x",
         **extra,
     }
 
 
-async def test_openai_shape_runs_every_stage(fake: FakeOpenAI, index_dir: Path) -> None:
-    engine = _engine(index_dir, **_openai_env(fake))
+async def test_openai_shape_runs_every_stage(fake_openai: FakeOpenAI, index_dir: Path) -> None:
+    engine = _engine(index_dir, **_openai_env(fake_openai))
     try:
         result = await engine.run("What is the monthly remote work allowance?")
     finally:
         await engine.close()
-    tasks = [r["task"] for r in fake.chats()]
+    tasks = [r["task"] for r in fake_openai.chats()]
     assert tasks[0] == "rewrite"
     assert tasks.count("grade") + tasks.count("grade_extract") == len(result.graded) > 0
     # The first passages' refinement rides on their grading calls: no refinement call of its own.
     assert tasks.count("grade_extract") > 0 and "refine" not in tasks
     assert "answer" in tasks and "web_rewrite" not in tasks  # follow-ups ride on the answer call
-    first = fake.chats()[0]
+    first = fake_openai.chats()[0]
     assert first["path"] == "/v1/chat/completions"
     assert first["headers"]["Authorization"] == "Bearer sk-test-key"
     assert first["body"]["model"] == "gpt-x"
     assert result.providers["grade"] == "llm-grade" and result.providers["generate"] == "llm-generate"
-    assert result.llm_calls == len(fake.chats()) and result.llm_tokens == 60 * result.llm_calls
+    assert result.llm_calls == len(fake_openai.chats()) and result.llm_tokens == 60 * result.llm_calls
     assert result.citations and result.answer.endswith("[1]")
     assert result.followups == ["What else should I know?", "Who do I contact?"]
     assert result.notices == []
 
 
-async def test_azure_shape(fake: FakeOpenAI, index_dir: Path) -> None:
+async def test_azure_shape(fake_openai: FakeOpenAI, index_dir: Path) -> None:
     engine = _engine(
         index_dir,
-        AZURE_OPENAI_ENDPOINT=fake.url,
+        AZURE_OPENAI_ENDPOINT=fake_openai.url,
         AZURE_OPENAI_API_KEY="azure-key",
         AZURE_OPENAI_DEPLOYMENT="gpt4o-deploy",
         AZURE_OPENAI_API_VERSION="2024-10-21",
@@ -87,34 +78,34 @@ async def test_azure_shape(fake: FakeOpenAI, index_dir: Path) -> None:
         await engine.run("有給休暇の繰越しは最大何日ですか？")
     finally:
         await engine.close()
-    call = fake.chats()[0]
+    call = fake_openai.chats()[0]
     assert call["path"] == "/openai/deployments/gpt4o-deploy/chat/completions"
     assert call["query"]["api-version"] == "2024-10-21"
     assert call["headers"]["api-key"] == "azure-key"
 
 
-async def test_rate_limit_is_retried_then_succeeds(fake: FakeOpenAI, index_dir: Path) -> None:
-    fake.failures = ["429"]  # the first call (the rewrite) is rate-limited once
-    engine = _engine(index_dir, **_openai_env(fake))
+async def test_rate_limit_is_retried_then_succeeds(fake_openai: FakeOpenAI, index_dir: Path) -> None:
+    fake_openai.failures = ["429"]  # the first call (the rewrite) is rate-limited once
+    engine = _engine(index_dir, **_openai_env(fake_openai))
     try:
         result = await engine.run("What is the monthly remote work allowance?")
     finally:
         await engine.close()
-    rewrites = fake.chats("rewrite")
+    rewrites = fake_openai.chats("rewrite")
     assert len(rewrites) == 2  # the SDK retried after Retry-After
     assert result.notices == []  # nothing fell back
 
 
 async def test_a_model_that_rejects_max_tokens_and_temperature_is_asked_again_without_them(
-    fake: FakeOpenAI, index_dir: Path
+    fake_openai: FakeOpenAI, index_dir: Path
 ) -> None:
-    fake.failures = ["reasoning"]
-    engine = _engine(index_dir, **_openai_env(fake))
+    fake_openai.failures = ["reasoning"]
+    engine = _engine(index_dir, **_openai_env(fake_openai))
     try:
         result = await engine.run("What is the monthly remote work allowance?")
     finally:
         await engine.close()
-    first, second, third, *later = fake.chats()
+    first, second, third, *later = fake_openai.chats()
     assert "max_tokens" in first["body"] and "temperature" in first["body"]
     assert "max_completion_tokens" in second["body"] and "temperature" in second["body"]
     assert "max_completion_tokens" in third["body"] and "temperature" not in third["body"]
@@ -123,11 +114,11 @@ async def test_a_model_that_rejects_max_tokens_and_temperature_is_asked_again_wi
 
 
 async def test_timeout_falls_back_to_local_components(
-    fake: FakeOpenAI, index_dir: Path, caplog: pytest.LogCaptureFixture
+    fake_openai: FakeOpenAI, index_dir: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
-    fake.failures = ["slow"] * 50
-    fake.slow_seconds = 2.0
-    engine = _engine(index_dir, **_openai_env(fake, CRAG_LLM_TIMEOUT=0.3, CRAG_LLM_MAX_RETRIES=0))
+    fake_openai.failures = ["slow"] * 50
+    fake_openai.slow_seconds = 2.0
+    engine = _engine(index_dir, **_openai_env(fake_openai, CRAG_LLM_TIMEOUT=0.3, CRAG_LLM_MAX_RETRIES=0))
     try:
         result = await engine.run("有給休暇の繰越しは最大何日までできますか？")
     finally:
@@ -138,9 +129,9 @@ async def test_timeout_falls_back_to_local_components(
     assert "language model was unavailable" in card_text(answer_card(result, "en"))
 
 
-async def test_server_errors_fall_back(fake: FakeOpenAI, index_dir: Path) -> None:
-    fake.failures = ["500"] * 50
-    engine = _engine(index_dir, **_openai_env(fake, CRAG_LLM_MAX_RETRIES=1))
+async def test_server_errors_fall_back(fake_openai: FakeOpenAI, index_dir: Path) -> None:
+    fake_openai.failures = ["500"] * 50
+    engine = _engine(index_dir, **_openai_env(fake_openai, CRAG_LLM_MAX_RETRIES=1))
     try:
         result = await engine.run("What is the monthly remote work allowance?")
     finally:
@@ -149,11 +140,12 @@ async def test_server_errors_fall_back(fake: FakeOpenAI, index_dir: Path) -> Non
 
 
 async def test_malformed_grades_count_as_zero(
-    fake: FakeOpenAI, index_dir: Path, caplog: pytest.LogCaptureFixture
+    fake_openai: FakeOpenAI, index_dir: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     caplog.set_level(logging.WARNING)
-    fake.failures = ["", *["junk"] * 40]  # the rewrite is fine, then every grade (and refinement) is junk
-    engine = _engine(index_dir, **_openai_env(fake))
+    # The rewrite is fine, then every grade (and refinement) is junk.
+    fake_openai.failures = ["", *["junk"] * 40]
+    engine = _engine(index_dir, **_openai_env(fake_openai))
     try:
         result = await engine.run("What is the monthly remote work allowance?")
     finally:
@@ -163,22 +155,22 @@ async def test_malformed_grades_count_as_zero(
     assert "unparseable grade" in caplog.text
 
 
-async def test_batch_grading_uses_fewer_calls(fake: FakeOpenAI, index_dir: Path) -> None:
-    engine = _engine(index_dir, **_openai_env(fake, CRAG_GRADE_BATCH=True, CRAG_GRADE_BATCH_SIZE=5))
+async def test_batch_grading_uses_fewer_calls(fake_openai: FakeOpenAI, index_dir: Path) -> None:
+    engine = _engine(index_dir, **_openai_env(fake_openai, CRAG_GRADE_BATCH=True, CRAG_GRADE_BATCH_SIZE=5))
     try:
         result = await engine.run("What is the monthly remote work allowance?")
     finally:
         await engine.close()
-    batches = fake.chats("grade_batch")
-    assert fake.chats("grade") == []
+    batches = fake_openai.chats("grade_batch")
+    assert fake_openai.chats("grade") == []
     assert len(batches) == -(-len(result.graded) // 5)
     assert "Passage 1:" in batches[0]["body"]["messages"][1]["content"]
     assert max(g.score for g in result.graded) >= 0.5
 
 
-async def test_refusal_text_is_kept(fake: FakeOpenAI, index_dir: Path) -> None:
-    fake.refuse = True
-    engine = _engine(index_dir, **_openai_env(fake))
+async def test_refusal_text_is_kept(fake_openai: FakeOpenAI, index_dir: Path) -> None:
+    fake_openai.refuse = True
+    engine = _engine(index_dir, **_openai_env(fake_openai))
     try:
         result = await engine.run("有給休暇の繰越しは最大何日までできますか？")
     finally:
@@ -186,14 +178,14 @@ async def test_refusal_text_is_kept(fake: FakeOpenAI, index_dir: Path) -> None:
     assert result.refused and result.answer == REFUSAL["ja"] and result.citations == []
 
 
-async def test_history_feeds_the_rewrite(fake: FakeOpenAI, index_dir: Path) -> None:
-    engine = _engine(index_dir, **_openai_env(fake))
+async def test_history_feeds_the_rewrite(fake_openai: FakeOpenAI, index_dir: Path) -> None:
+    engine = _engine(index_dir, **_openai_env(fake_openai))
     history = [Turn(question="What is the monthly remote work allowance?", answer="¥4,000 [1]")]
     try:
         await engine.run("And how is it paid?", history)
     finally:
         await engine.close()
-    prompt = fake.chats("rewrite")[0]["body"]["messages"][1]["content"]
+    prompt = fake_openai.chats("rewrite")[0]["body"]["messages"][1]["content"]
     assert "What is the monthly remote work allowance?" in prompt and "And how is it paid?" in prompt
 
 
@@ -224,7 +216,7 @@ def test_parse_batch_scores() -> None:
     assert parse_scores('["high", 0.3]', 2) == [0.0, 0.3]
 
 
-async def test_eval_adds_judge_metrics_with_an_llm(fake: FakeOpenAI, tmp_path: Path) -> None:
+async def test_eval_adds_judge_metrics_with_an_llm(fake_openai: FakeOpenAI, tmp_path: Path) -> None:
     from crag.eval.dataset import load_dataset
     from crag.eval.runner import evaluate
     from tests.conftest import SHARED_EVAL
@@ -232,25 +224,25 @@ async def test_eval_adds_judge_metrics_with_an_llm(fake: FakeOpenAI, tmp_path: P
     smoke = SHARED_EVAL / "smoke"
     if not smoke.is_dir():
         pytest.skip(f"shared evaluation data not found at {smoke}")
-    settings = CragSettings(**_openai_env(fake, OPENAI_EMBEDDING_MODEL="emb-x"))
+    settings = CragSettings(**_openai_env(fake_openai, OPENAI_EMBEDDING_MODEL="emb-x"))
     metrics, _ = await evaluate(load_dataset(smoke), tmp_path / "out", settings, limit=3)
     assert metrics["judge.groundedness"] == 5.0 and metrics["judge.fluency"] == 5.0
     assert metrics["judge.relevance"] == 4.0 and metrics["judge.similarity"] == 3.0
     assert -1.0 <= metrics["judge.cosine"] <= 1.0
-    assert len(fake.chats("judge")) == 3
-    assert [r for r in fake.requests if r["kind"] == "embeddings"]
+    assert len(fake_openai.chats("judge")) == 3
+    assert [r for r in fake_openai.requests if r["kind"] == "embeddings"]
 
 
-async def test_the_fluency_judge_beside_the_others(fake: FakeOpenAI) -> None:
+async def test_the_fluency_judge_beside_the_others(fake_openai: FakeOpenAI) -> None:
     from crag.eval.judges import JUDGE, LlmJudge
     from crag.llm.client import LlmClient
     from crag.models import CragResult
 
-    llm = LlmClient.from_settings(CragSettings(**_openai_env(fake)).llm)
+    llm = LlmClient.from_settings(CragSettings(**_openai_env(fake_openai)).llm)
     assert llm is not None
     result = CragResult(question="What is it?", language="en", branch=Branch.CORRECT, answer="It is 42.")
     try:
-        fake.judge_reply = 'Sure: {"fluency": 2, "groundedness": 9, "relevance": 4, "similarity": 1}'
+        fake_openai.judge_reply = 'Sure: {"fluency": 2, "groundedness": 9, "relevance": 4, "similarity": 1}'
         # Out of the 1-5 scale (groundedness 9) is dropped, not clamped.
         assert await LlmJudge(llm).judge(result, ["42"]) == {
             "judge.fluency": 2.0,
@@ -261,7 +253,7 @@ async def test_the_fluency_judge_beside_the_others(fake: FakeOpenAI) -> None:
         assert await LlmJudge(llm).judge(result, []) == {"judge.fluency": 2.0, "judge.relevance": 4.0}
     finally:
         await llm.close()
-    asked = fake.chats("judge")
+    asked = fake_openai.chats("judge")
     assert len(asked) == 2 and "fluency" in JUDGE
     assert "Reference answer: (none)" in asked[1]["body"]["messages"][-1]["content"]
 
@@ -281,7 +273,7 @@ def test_the_stream_shows_the_answer_and_never_the_follow_up_suggestions() -> No
     assert "Core hours are 10:30 to 14:30 [1" in shown[len("Core hours are 10:30 to 14:30 [1")]
 
 
-async def test_azure_with_an_entra_id_token_sends_the_token_not_a_key(fake: FakeOpenAI) -> None:
+async def test_azure_with_an_entra_id_token_sends_the_token_not_a_key(fake_openai: FakeOpenAI) -> None:
     issued: list[str] = []
 
     async def token_provider() -> str:  # as azure-identity's get_bearer_token_provider gives one
@@ -289,7 +281,7 @@ async def test_azure_with_an_entra_id_token_sends_the_token_not_a_key(fake: Fake
         return f"entra-token-{len(issued)}"
 
     sdk = openai.AsyncAzureOpenAI(
-        azure_endpoint=fake.url, api_version="2024-10-21", azure_ad_token_provider=token_provider
+        azure_endpoint=fake_openai.url, api_version="2024-10-21", azure_ad_token_provider=token_provider
     )
     client = LlmClient(sdk, "gpt4o-deploy")
     try:
@@ -297,7 +289,7 @@ async def test_azure_with_an_entra_id_token_sends_the_token_not_a_key(fake: Fake
         await client.chat("Rewrite the question as search keywords.", "And at the plants?")
     finally:
         await client.close()
-    first, second = fake.chats()
+    first, second = fake_openai.chats()
     assert first["path"] == "/openai/deployments/gpt4o-deploy/chat/completions"
     assert first["query"]["api-version"] == "2024-10-21"
     assert first["headers"]["Authorization"] == "Bearer entra-token-1"
@@ -306,12 +298,12 @@ async def test_azure_with_an_entra_id_token_sends_the_token_not_a_key(fake: Fake
 
 
 async def test_a_streamed_call_is_retried_until_it_starts_and_learns_rejected_parameters(
-    fake: FakeOpenAI,
+    fake_openai: FakeOpenAI,
 ) -> None:
     # Streamed calls (answers, grading with an extract) go over the same plain HTTP as the others,
     # with the same retries and the same lesson from a reasoning model's 400s.
     llm = LlmClient.from_settings(
-        CragSettings(OPENAI_API_KEY="k", OPENAI_BASE_URL=fake.url + "/v1", CRAG_LLM_MAX_RETRIES=2).llm
+        CragSettings(OPENAI_API_KEY="k", OPENAI_BASE_URL=fake_openai.url + "/v1", CRAG_LLM_MAX_RETRIES=2).llm
     )
     assert llm is not None
     heard: list[str] = []
@@ -320,14 +312,14 @@ async def test_a_streamed_call_is_retried_until_it_starts_and_learns_rejected_pa
         heard.append(text)
 
     try:
-        fake.failures = ["500", "reasoning"]
+        fake_openai.failures = ["500", "reasoning"]
         reply = await llm.chat_stream(prompts.REWRITE, "Question: where is the canteen", on_text)
         assert reply == "where is the canteen" and heard[-1] == reply
         assert all(heard[i + 1].startswith(heard[i]) for i in range(len(heard) - 1))
-        bodies = [c["body"] for c in fake.chats()]
+        bodies = [c["body"] for c in fake_openai.chats()]
         assert len(bodies) == 4 and all(b["stream"] is True for b in bodies)  # 500, 400, 400, reply
         assert "max_completion_tokens" in bodies[-1] and "temperature" not in bodies[-1]
-        fake.failures = ["500"] * 5
+        fake_openai.failures = ["500"] * 5
         with pytest.raises(LlmUnavailable):
             await llm.chat_stream(prompts.REWRITE, "Question: x", on_text)
     finally:
