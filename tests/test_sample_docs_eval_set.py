@@ -1,4 +1,4 @@
-"""Schema invariants of the evaluation set over sample_docs/ (eval/sample-docs/).
+"""Schema invariants of the evaluation sets over sample_docs/ (eval/sample-docs/, eval/sample-docs-2/).
 
 Fast and offline: reads the JSONL files and the corpus, never runs the engine.
 """
@@ -16,7 +16,6 @@ import pytest
 from crag.eval.dataset import load_dataset
 from tests.conftest import ROOT, SAMPLE_DOCS
 
-SET_DIR = ROOT / "eval" / "sample-docs"
 KINDS = {
     "literal",
     "paraphrase",
@@ -25,6 +24,11 @@ KINDS = {
     "off_topic",
     "multi_part",
     "follow_up",
+}
+# Per set: its id prefix, its least number of questions and its kinds (the second has no literal ones).
+SETS = {
+    "sample-docs": ("sd", 100, KINDS),
+    "sample-docs-2": ("s2", 90, KINDS - {"literal"}),
 }
 IN_CORPUS_KINDS = {"literal", "paraphrase", "cross_language", "multi_part", "follow_up"}
 
@@ -37,33 +41,45 @@ def _jsonl(path: Path) -> list[dict]:
     return [json.loads(line) for line in path.read_text("utf-8").splitlines() if line.strip()]
 
 
-@pytest.fixture(scope="module")
-def questions() -> list[dict]:
-    return _jsonl(SET_DIR / "questions.jsonl")
+@pytest.fixture(scope="module", params=sorted(SETS))
+def set_name(request: pytest.FixtureRequest) -> str:
+    name: str = request.param
+    return name
 
 
 @pytest.fixture(scope="module")
-def fixtures() -> dict[str, dict]:
-    return {row["query_id"]: row for row in _jsonl(SET_DIR / "web_fixtures.jsonl")}
+def set_dir(set_name: str) -> Path:
+    return ROOT / "eval" / set_name
 
 
 @pytest.fixture(scope="module")
-def corpus() -> dict[str, str]:
-    return {p.name: _norm(p.read_text("utf-8")) for p in (SET_DIR / "corpus").iterdir() if p.is_file()}
+def questions(set_dir: Path) -> list[dict]:
+    return _jsonl(set_dir / "questions.jsonl")
 
 
-def test_corpus_is_a_copy_of_sample_docs() -> None:
-    ours = {p.name: p.read_bytes() for p in (SET_DIR / "corpus").iterdir() if p.is_file()}
+@pytest.fixture(scope="module")
+def fixtures(set_dir: Path) -> dict[str, dict]:
+    return {row["query_id"]: row for row in _jsonl(set_dir / "web_fixtures.jsonl")}
+
+
+@pytest.fixture(scope="module")
+def corpus(set_dir: Path) -> dict[str, str]:
+    return {p.name: _norm(p.read_text("utf-8")) for p in (set_dir / "corpus").iterdir() if p.is_file()}
+
+
+def test_corpus_is_a_copy_of_sample_docs(set_dir: Path) -> None:
+    ours = {p.name: p.read_bytes() for p in (set_dir / "corpus").iterdir() if p.is_file()}
     theirs = {p.name: p.read_bytes() for p in SAMPLE_DOCS.iterdir() if p.is_file()}
     assert sorted(ours) == sorted(theirs)
     assert [n for n in ours if ours[n] != theirs[n]] == []
 
 
-def test_ids_kinds_and_languages(questions: list[dict]) -> None:
+def test_ids_kinds_and_languages(set_name: str, questions: list[dict]) -> None:
+    prefix, least, kinds = SETS[set_name]
     ids = [q["id"] for q in questions]
-    assert len(ids) >= 100 and len(set(ids)) == len(ids)
-    assert all(re.fullmatch(r"sd-\d{3}", i) for i in ids)
-    assert {q["kind"] for q in questions} == KINDS
+    assert len(ids) >= least and len(set(ids)) == len(ids)
+    assert all(re.fullmatch(prefix + r"-\d{3}", i) for i in ids)
+    assert {q["kind"] for q in questions} == kinds
     assert {q["lang"] for q in questions} == {"ja", "en"}
     ja = sum(q["lang"] == "ja" for q in questions)
     assert 0.4 <= ja / len(questions) <= 0.6
@@ -129,14 +145,15 @@ def test_web_results_do_not_give_corpus_answers_away(
             assert not [a for a in golds if _norm(a) in blob], f"{q['id']}: result {r['position']}"
 
 
-def test_harness_loads_the_set() -> None:
-    data = load_dataset(SET_DIR)
+def test_harness_loads_the_set(set_dir: Path) -> None:
+    data = load_dataset(set_dir)
     assert len(data.questions) == len(data.web_fixtures)
 
 
-def test_full_validator_passes() -> None:
-    spec = importlib.util.spec_from_file_location("sample_docs_check", SET_DIR / "check.py")
+def test_full_validator_passes(set_dir: Path) -> None:
+    checker = ROOT / "eval" / "sample-docs" / "check.py"
+    spec = importlib.util.spec_from_file_location("sample_docs_check", checker)
     assert spec is not None and spec.loader is not None
     check = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(check)
-    assert check.main(SET_DIR, quiet=True) == 0, check.errors
+    assert check.main(set_dir, quiet=True) == 0, check.errors

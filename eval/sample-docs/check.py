@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Validates the sample-docs evaluation set; exits non-zero on any violation.
+"""Validates an evaluation set over sample_docs/ (eval/sample-docs, eval/sample-docs-2); exits non-zero
+on any violation.
 
 Usage: python check.py [SET_DIR]   (default: the folder this file is in)
 Standard library only. Adapted from ../../../shared/eval/business-dev/check.py (same schema; this
@@ -16,14 +17,31 @@ from collections import Counter
 from pathlib import Path
 from urllib.parse import urlsplit
 
-KINDS = {
-    "literal": 15,
-    "paraphrase": 31,
-    "cross_language": 15,
-    "topic_mentioned_fact_absent": 19,
-    "off_topic": 11,
-    "multi_part": 15,
-    "follow_up": 15,
+# Per set (its folder's name): the id prefix and the number of questions of each kind.
+SETS = {
+    "sample-docs": (
+        "sd-",
+        {
+            "literal": 15,
+            "paraphrase": 31,
+            "cross_language": 15,
+            "topic_mentioned_fact_absent": 19,
+            "off_topic": 11,
+            "multi_part": 15,
+            "follow_up": 15,
+        },
+    ),
+    "sample-docs-2": (
+        "s2-",
+        {
+            "paraphrase": 34,
+            "cross_language": 16,
+            "topic_mentioned_fact_absent": 14,
+            "off_topic": 8,
+            "multi_part": 12,
+            "follow_up": 6,
+        },
+    ),
 }
 IN_CORPUS_KINDS = {"literal", "paraphrase", "cross_language", "multi_part", "follow_up"}
 FIELDS = {
@@ -127,6 +145,11 @@ def load_jsonl(path: Path) -> list[dict]:
 def main(root: Path, quiet: bool = False) -> int:
     errors.clear()
     say = (lambda *a: None) if quiet else print
+    if root.resolve().name not in SETS:
+        fail(f"{root}: not one of the sets this checks ({', '.join(SETS)})")
+        say(errors[-1])
+        return 1
+    prefix, kinds = SETS[root.resolve().name]
     corpus_dir = root / "corpus"
     files = sorted(p for p in corpus_dir.iterdir() if p.is_file())
     texts = {p.name: p.read_text("utf-8") for p in files}
@@ -155,8 +178,8 @@ def main(root: Path, quiet: bool = False) -> int:
     fixtures = load_jsonl(root / "web_fixtures.jsonl")
 
     ids = [q.get("id") for q in questions]
-    if ids != [f"sd-{i:03d}" for i in range(1, len(questions) + 1)]:
-        fail("questions: ids are not sd-001..sd-NNN in order")
+    if ids != [f"{prefix}{i:03d}" for i in range(1, len(questions) + 1)]:
+        fail(f"questions: ids are not {prefix}001..{prefix}NNN in order")
     if len({norm(q.get("question", "")) for q in questions}) != len(questions):
         fail("questions: duplicate question texts")
 
@@ -180,7 +203,7 @@ def main(root: Path, quiet: bool = False) -> int:
             continue
         kind, lang = q["kind"], q["lang"]
         counts[(kind, lang)] += 1
-        if kind not in KINDS:
+        if kind not in kinds:
             fail(f"{where}: unknown kind {kind!r}")
             continue
         if lang not in ("ja", "en"):
@@ -321,7 +344,7 @@ def main(root: Path, quiet: bool = False) -> int:
 
     say("counts per kind x language:")
     say(f"  {'kind':30s} {'ja':>4s} {'en':>4s} {'total':>6s} {'want':>5s}")
-    for kind, want in KINDS.items():
+    for kind, want in kinds.items():
         ja, en = counts[(kind, "ja")], counts[(kind, "en")]
         say(f"  {kind:30s} {ja:4d} {en:4d} {ja + en:6d} {want:5d}")
         if ja + en != want:
@@ -330,7 +353,7 @@ def main(root: Path, quiet: bool = False) -> int:
             fail(f"kind {kind}: ja/en unbalanced ({ja}/{en})")
     total_ja = sum(v for (_k, lang), v in counts.items() if lang == "ja")
     total_en = sum(v for (_k, lang), v in counts.items() if lang == "en")
-    say(f"  {'TOTAL':30s} {total_ja:4d} {total_en:4d} {total_ja + total_en:6d} {sum(KINDS.values()):5d}")
+    say(f"  {'TOTAL':30s} {total_ja:4d} {total_en:4d} {total_ja + total_en:6d} {sum(kinds.values()):5d}")
     say(f"corpus: {len(files)} files, languages {dict(sorted(langs.items()))}; fixtures: {len(fixtures)}")
 
     if errors:
