@@ -52,17 +52,20 @@ def found(chunks: Sequence[object], target: tuple[str, str]) -> bool:
 
 
 class GatedEmbedder:
-    """The real local embedder, whose passages wait until the test opens the gate."""
+    """The real local embedder, recording the passages it is given, which wait until the test opens
+    the gate."""
 
     def __init__(self, inner: LocalEmbedder) -> None:
         self.inner = inner
         self.name = inner.name
         self.gate = asyncio.Event()
+        self.passages: list[str] = []
 
     async def query_array(self, text: str) -> np.ndarray:
         return await self.inner.query_array(text)
 
     async def passages_array(self, texts: Sequence[str]) -> np.ndarray:
+        self.passages.extend(texts)
         await self.gate.wait()
         return await self.inner.passages_array(texts)
 
@@ -104,22 +107,6 @@ async def test_japanese_question_finds_the_english_allowance_through_the_dense_p
     assert all((index.standing(question, c.id) or (9.0, 0.0))[0] < standing[0] for c in others)
 
 
-class RecordingEmbedder:
-    """The real local embedder, recording the passages it is given."""
-
-    def __init__(self, inner: LocalEmbedder) -> None:
-        self.inner = inner
-        self.name = inner.name
-        self.passages: list[str] = []
-
-    async def query_array(self, text: str) -> np.ndarray:
-        return await self.inner.query_array(text)
-
-    async def passages_array(self, texts: Sequence[str]) -> np.ndarray:
-        self.passages.extend(texts)
-        return await self.inner.passages_array(texts)
-
-
 async def test_a_sentence_is_embedded_under_its_section_heading(tmp_path: Path) -> None:
     docs = tmp_path / "docs"
     docs.mkdir()
@@ -129,7 +116,8 @@ async def test_a_sentence_is_embedded_under_its_section_heading(tmp_path: Path) 
         "utf-8",
     )
     index, _ = open_local_index(settings_for(docs, tmp_path, CRAG_EMBEDDINGS="off"))
-    embedder = RecordingEmbedder(choice.local_embedder())
+    embedder = GatedEmbedder(choice.local_embedder())
+    embedder.gate.set()
     index.attach_vectors(embedder, None)
     assert index.vectors is not None
     await index.vectors.build()

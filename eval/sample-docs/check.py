@@ -145,11 +145,12 @@ def load_jsonl(path: Path) -> list[dict]:
 def main(root: Path, quiet: bool = False) -> int:
     errors.clear()
     say = (lambda *a: None) if quiet else print
-    if root.resolve().name not in SETS:
+    name = root.resolve().name
+    if name not in SETS:
         fail(f"{root}: not one of the sets this checks ({', '.join(SETS)})")
         say(errors[-1])
         return 1
-    prefix, kinds = SETS[root.resolve().name]
+    prefix, kinds = SETS[name]
     corpus_dir = root / "corpus"
     files = sorted(p for p in corpus_dir.iterdir() if p.is_file())
     texts = {p.name: p.read_text("utf-8") for p in files}
