@@ -18,7 +18,6 @@ import json
 import logging
 import shutil
 import time
-from collections import Counter
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
@@ -38,6 +37,7 @@ from crag.ingest.ocr.engine import OcrEngine
 from crag.ingest.ocr.scans import OcrContext, ScanReport
 from crag.ingest.term_pool import TermPool
 from crag.models import Chunk
+from crag.search.bm25_build import build_bm25
 from crag.search.local_index import (
     BM25_DIR,
     CHUNKS_FILE,
@@ -290,14 +290,9 @@ def _finish(
         fresh_terms = parts.pool.results()
     for i, terms in zip(parts.fresh, fresh_terms, strict=True):
         tokens[i] = terms
-    df: Counter[str] = Counter()
-    for toks in tokens:
-        df.update(set(toks))
-    bm25 = bm25s.BM25()
-    if chunks:
-        bm25.index(tokens, show_progress=False)
-    _save(index_dir, fingerprint, chunks, tokens, dict(df), bm25, documents, skipped, extra)
-    index = LocalIndex(chunks, bm25, dict(df), documents, extractor)
+    bm25, df = build_bm25(tokens) if chunks else (bm25s.BM25(), {})
+    _save(index_dir, fingerprint, chunks, tokens, df, bm25, documents, skipped, extra)
+    index = LocalIndex(chunks, bm25, df, documents, extractor)
     index.skipped = skipped
     index.version = index_version(fingerprint)
     index.hashes = dict(fingerprint["files"])  # type: ignore[call-overload]
