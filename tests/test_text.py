@@ -5,7 +5,7 @@ from __future__ import annotations
 from crag.text.lang import detect_language
 from crag.text.overlap import weighted_query
 from crag.text.sentences import split_sentences
-from crag.text.tokenize import term_extractor
+from crag.text.tokenize import TermExtractor, term_extractor
 
 
 def test_terms_normalize_japanese_and_stem_english() -> None:
@@ -73,3 +73,36 @@ def test_a_documents_abbreviation_matches_the_word_spelled_out() -> None:
         assert e.terms(asked)[0] in held, asked
     assert e.keywords("ext. 3300")[0] == "ext"  # shown as written
     assert e.terms("next") != e.terms("ext")  # whole words only
+
+
+# English lines are analysed piece by piece between their spaces, each piece once (TermExtractor._line).
+_ENGLISH_LINES = [
+    "During the 16th and 17th centuries, the Huguenots left France.",
+    "16th-century records: see the U.S. e-mail archive (3.5% of 4,000 files) at 10:30 a.m.",
+    '  Room "Yokohama" seats 1,200 people; ext. 4100 or dept. HR, don\'t call after 6pm  ',
+    "Wi-Fi: COVID-19 rules for iPhone's 2nd floor users\tand x86_64 builds",
+]
+
+
+def test_an_english_line_piece_by_piece_gives_the_words_of_the_whole_line() -> None:
+    extractor = TermExtractor()
+    for line in _ENGLISH_LINES:
+        whole = extractor._tokenize(line)  # the line given to Sudachi at once
+        assert extractor.analyze(line) == whole, line
+    # "16th" is one word inside a line, and two at the very start of one, as Sudachi reads them.
+    assert [w.term for w in extractor.analyze("the 16th century")][:1] == ["16th"]
+    assert [w.term for w in extractor.analyze("16th century")][:2] == ["16", "th"]
+
+
+def test_english_pieces_are_remembered_and_japanese_lines_are_read_whole() -> None:
+    extractor = TermExtractor()
+    extractor.analyze("The employees submit the claim.")
+    remembered = len(extractor._pieces)
+    extractor.analyze("The employees submit the claim.")
+    assert len(extractor._pieces) == remembered > 0
+    # A line holding Japanese goes to Sudachi whole, English words in it included.
+    before = len(extractor._pieces)
+    assert [w.term for w in extractor.analyze("VPN接続は GlobalProtect を使う")] == [
+        w.term for w in extractor._tokenize("VPN接続は GlobalProtect を使う")
+    ]
+    assert len(extractor._pieces) == before

@@ -62,6 +62,9 @@ _ABBREVIATED = {
 _LATIN = re.compile(r"^[0-9a-z][0-9a-z'._-]*$")
 _CONTRACTION = re.compile(r"'(s|t|re|ve|ll|d|m)$")
 _HIRAGANA_ONLY = re.compile(r"^[\u3040-\u309f]+$")
+# Scripts written without spaces between words (kana, CJK ideographs, full-width forms; Hangul and
+# emoji too, being above U+2E80): a line holding any of them is analysed whole (TermExtractor._line).
+_UNSPACED_SCRIPT = re.compile(r"[\u2e80-\U0010ffff]")
 # Sudachi refuses inputs over ~49 KB; cut long text at line or sentence ends well below that.
 _MAX_SEGMENT = 4000
 _MEMO_LIMIT = 500_000
@@ -95,6 +98,7 @@ class TermExtractor:
         self._dictionary = Dictionary(dict="core")
         self._local = threading.local()
         self._memo: dict[tuple[int, str], tuple[Word, ...]] = {}
+        self._pieces: dict[str, tuple[Word, ...]] = {}  # space-separated piece -> its words
 
     def _tokenizer(self) -> Tokenizer:
         tok = getattr(self._local, "tokenizer", None)
@@ -114,23 +118,60 @@ class TermExtractor:
     def analyze(self, text: str) -> list[Word]:
         """Each content word: the term for matching, the keyword for people, and its kind."""
         text = _COMPOUND_PARTICLES.sub("、", unicodedata.normalize("NFKC", text))
+        out: list[Word] = []
+        for segment in _segments(text):
+            out.extend(self._line(segment))
+        return out
+
+    def _tokenize(self, text: str) -> list[Word]:
         tokenizer = self._tokenizer()
         memo = self._memo
         out: list[Word] = []
-        for segment in _segments(text):
-            for m in tokenizer.tokenize(segment):
-                surface = m.surface()
-                # The same dictionary entry and surface always give the same words: most of a
-                # corpus is repeats, so remember them (indexing speed is dominated by this loop).
-                key = (m.word_id(), surface)
-                words = memo.get(key)
-                if words is None:
-                    words = _words(surface, m.normalized_form(), m.dictionary_form(), m.part_of_speech())
-                    if len(memo) > _MEMO_LIMIT:
-                        memo.clear()
-                    memo[key] = words
-                out.extend(words)
+        for m in tokenizer.tokenize(text):
+            surface = m.surface()
+            # The same dictionary entry and surface always give the same words: most of a
+            # corpus is repeats, so remember them (indexing speed is dominated by this loop).
+            key = (m.word_id(), surface)
+            words = memo.get(key)
+            if words is None:
+                words = _words(surface, m.normalized_form(), m.dictionary_form(), m.part_of_speech())
+                if len(memo) > _MEMO_LIMIT:
+                    memo.clear()
+                memo[key] = words
+            out.extend(words)
         return out
+
+    def _line(self, line: str) -> list[Word]:
+        """A line's words. A line holding Japanese is analysed whole. A line of a spaced language
+        (English) is analysed piece by piece between its spaces, each piece once, then remembered
+        (_piece): that is 2-3 times faster on English documents."""
+        if _UNSPACED_SCRIPT.search(line) is not None:
+            return self._tokenize(line)
+        out: list[Word] = []
+        pieces = line.split()
+        # Each piece with the whitespace around it, as inside its line: Sudachi reads "16th" as
+        # "16" + "th" at the very start of its input, and as one word after a space.
+        first = " " if line[:1].isspace() else ""
+        last = " " if line[-1:].isspace() else ""
+        for k, piece in enumerate(pieces):
+            lead = first if k == 0 else " "
+            trail = last if k == len(pieces) - 1 else " "
+            out.extend(self._piece(lead + piece + trail))
+        return out
+
+    def _piece(self, piece: str) -> tuple[Word, ...]:
+        """The words of a piece of a spaced language (English) with the whitespace around it,
+        remembered: most pieces of a corpus are repeats (" the ", " employees "). Sudachi reads it
+        as it reads it inside its line (checked on the evaluation corpora: 8 of 4,158 paragraphs
+        differ, by one term each, where a dictionary entry spans a space: "single sign-on",
+        "Co., Ltd.")."""
+        words = self._pieces.get(piece)
+        if words is None:
+            words = tuple(self._tokenize(piece))
+            if len(self._pieces) > _MEMO_LIMIT:
+                self._pieces.clear()
+            self._pieces[piece] = words
+        return words
 
 
 def _words(surface: str, normalized: str, dictionary: str, pos: tuple[str, ...]) -> tuple[Word, ...]:
