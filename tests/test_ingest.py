@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import random
 from pathlib import Path
 
 import pytest
@@ -9,6 +10,7 @@ import pytest
 from crag.ingest.chunker import chunk_document
 from crag.ingest.loaders import Document, DocumentError, discover, load
 from crag.ingest.local_target import build_local_index, load_or_build
+from crag.text.sentences import sentence_ends
 
 
 def _doc(text: str, markdown: bool = True) -> Document:
@@ -48,6 +50,28 @@ def test_long_sections_split_at_sentence_ends_under_the_cap() -> None:
     assert all(c.text.endswith("。") for c in chunks)
     assert "".join(c.text for c in chunks) == sentence * 100  # nothing lost
     assert all(c.headers == ["Guide", "本文"] or c.headers[-1] == "本文" for c in chunks)
+
+
+def test_a_long_section_is_cut_at_the_last_sentence_end_in_reach() -> None:
+    # Sentences of random lengths, some longer than the cap (hard cuts), in both languages.
+    rng = random.Random(5)
+    words = ["The claim", "is paid", "on the 25th", "経費は", "翌月10日まで", "に申請する"]
+    body = "".join(
+        " ".join(rng.choice(words) for _ in range(rng.randint(1, 40))) + rng.choice([". ", "。", "\n"])
+        for _ in range(400)
+    )
+    cap = 150
+    # What the chunker must do, written the slow, obvious way: each piece ends at the last sentence
+    # end that keeps it under the cap, or at the cap when there is none.
+    ends = sentence_ends(body)
+    expected, start = [], 0
+    while len(body) - start > cap:
+        cut = max((e for e in ends if start < e <= start + cap), default=start + cap)
+        expected.append(body[start:cut].strip())
+        start = cut
+    expected.append(body[start:].strip())
+    chunks = chunk_document(_doc("# Guide\n\n## Body\n\n" + body), cap, "")
+    assert [c.text for c in chunks] == [e for e in expected if e]
 
 
 def test_plain_text_uses_first_line_as_title(tmp_path: Path) -> None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+from bisect import bisect_right
 from dataclasses import dataclass, field
 from urllib.parse import quote
 
@@ -96,11 +97,14 @@ def _split_to_caps(body: str, max_chars: int, max_tokens: int) -> list[str]:
 def _split_to_cap(body: str, max_chars: int) -> list[str]:
     """Cut at the last sentence end (or line end) that keeps each piece under the cap."""
     pieces: list[str] = []
-    ends = sentence_ends(body)
+    ends = sentence_ends(body)  # sorted
     start = 0
     while len(body) - start > max_chars:
         limit = start + max_chars
-        cut = max((e for e in ends if start < e <= limit), default=limit)  # no end in reach: hard cut
+        # The last end in reach, found by bisection: scanning every end for every piece made a
+        # long section's chunking quadratic (22 s of a 6 MB text folder's build).
+        last = bisect_right(ends, limit) - 1
+        cut = ends[last] if last >= 0 and ends[last] > start else limit  # no end in reach: hard cut
         piece = body[start:cut].strip()
         if piece:
             pieces.append(piece)
