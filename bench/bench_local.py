@@ -1,6 +1,7 @@
 """Embedded default at scale: index build speed, vector build speed and turn latency over a generated corpus.
 
     .venv/bin/python bench/bench_local.py [--chunks 10000] [--questions 200] [--vector-chunks 400]
+    .venv/bin/python bench/bench_local.py --docs FOLDER   # only the lexical build of your own folder
 
 The corpus is made of real sentences (the shared evaluation corpora when present, else the sample
 documents), shuffled into files of ten sections each; questions are sentences of the corpus with
@@ -145,7 +146,19 @@ def main() -> None:
     parser.add_argument("--questions", type=int, default=200)
     parser.add_argument("--vector-chunks", type=int, default=400)
     parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument(
+        "--docs", type=Path, default=None, help="only the lexical build of this folder (your own documents)"
+    )
     args = parser.parse_args()
+    if args.docs is not None:
+        size = sum(p.stat().st_size for p in args.docs.rglob("*") if p.is_file())
+        with tempfile.TemporaryDirectory() as tmp:
+            _, report = build_local_index(args.docs, Path(tmp) / "index")
+        print(
+            f"lexical build of {args.docs}: {report.documents} files, {report.chunks} chunks, "
+            f"{size / 1e6:.1f} MB in {report.seconds:.1f} s = {size / 1e6 / report.seconds:.2f} MB/s"
+        )
+        return
     rng = random.Random(args.seed)
     sentences = source_sentences()
     with tempfile.TemporaryDirectory() as tmp:
