@@ -1,7 +1,8 @@
 """Fit the extractive composer's sentence weights: which sentence of the kept passages to lead with.
 
-    python bench/fit_composer.py ../shared/eval/jsquad-dev ../shared/eval/squad-dev \
-        ../shared/eval/business-dev --report eval/sample-docs [--rows DIR]
+    python bench/fit_composer.py --prior zero eval/sample-docs eval/fit-hokuyo \
+        ../shared/eval/jsquad-dev ../shared/eval/squad-dev \
+        --report ../shared/eval/business-dev eval/sample-docs-2 [--rows DIR]
 
 For every answerable question, the engine's own retrieval and grading give the passages an answer
 would be written from (those graded at least `lower`, best first, at most three); every sentence of
@@ -89,11 +90,18 @@ def usable(rows: Rows) -> list[tuple[np.ndarray, np.ndarray]]:
     return out
 
 
-def fit(questions: list[tuple[np.ndarray, np.ndarray]], l2: float = 1.0, rounds: int = 500) -> np.ndarray:
-    """Conditional logit: maximise the softmax probability of the answer-holding sentences."""
-    w = np.array(SENTENCE_WEIGHTS, dtype=float)
+def fit(
+    questions: list[tuple[np.ndarray, np.ndarray]],
+    l2: float = 1.0,
+    rounds: int = 500,
+    prior: np.ndarray | None = None,
+) -> np.ndarray:
+    """Conditional logit: maximise the softmax probability of the answer-holding sentences, the
+    weights pulled towards `prior` (the shipped weights when None)."""
+    prior = np.array(SENTENCE_WEIGHTS, dtype=float) if prior is None else prior
+    w = prior.copy()
     for _ in range(rounds):
-        grad = l2 * (w - np.array(SENTENCE_WEIGHTS))  # pulled towards the shipped weights
+        grad = l2 * (w - prior)
         for x, y in questions:
             z = x @ w
             p = np.exp(z - z.max())
@@ -114,11 +122,20 @@ def main() -> None:
     parser.add_argument("datasets", nargs="+", type=Path, help="datasets to fit on")
     parser.add_argument("--report", nargs="*", type=Path, default=[], help="datasets scored, never fitted")
     parser.add_argument("--rows", type=Path, default=None, help="keep each dataset's features here")
+    parser.add_argument("--rounds", type=int, default=500, help="gradient steps")
+    parser.add_argument(
+        "--prior",
+        choices=("shipped", "zero"),
+        default="shipped",
+        help="pull the weights towards the shipped ones, or towards zero (a fit that owes nothing to "
+        "the sets the shipped weights were fitted on)",
+    )
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         data = {d.name: load_or_collect(d, Path(tmp), args.rows) for d in args.datasets}
         held = {d.name: load_or_collect(d, Path(tmp), args.rows) for d in args.report}
-    w = fit([q for rows in data.values() for q in usable(rows)])
+    prior = np.zeros(len(SENTENCE_WEIGHTS)) if args.prior == "zero" else None
+    w = fit([q for rows in data.values() for q in usable(rows)], rounds=args.rounds, prior=prior)
     print(f"SENTENCE_WEIGHTS = ({', '.join(f'{v:.3f}' for v in w)})")
     shipped = np.array(SENTENCE_WEIGHTS)
     for label, sets in (("fitted", data), ("held out", held)):
