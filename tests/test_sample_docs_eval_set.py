@@ -1,4 +1,5 @@
-"""Schema invariants of the evaluation sets over sample_docs/ (eval/sample-docs/, eval/sample-docs-2/).
+"""Schema invariants of the evaluation sets eval/sample-docs/ and eval/sample-docs-2/ (over sample_docs/) and
+eval/fit-hokuyo/ (the fitting set, with a corpus of its own).
 
 Fast and offline: reads the JSONL files and the corpus, never runs the engine.
 """
@@ -25,11 +26,14 @@ KINDS = {
     "multi_part",
     "follow_up",
 }
-# Per set: its id prefix, its least number of questions and its kinds (the second has no literal ones).
+# Per set: its id prefix, its least number of questions and its kinds (the others have no literal ones).
 SETS = {
     "sample-docs": ("sd", 100, KINDS),
     "sample-docs-2": ("s2", 90, KINDS - {"literal"}),
+    "fit-hokuyo": ("fh", 160, KINDS - {"literal"}),
 }
+# Sets whose corpus/ is a copy of sample_docs/; the others have twelve documents of their own.
+SAMPLE_DOCS_COPIES = {"sample-docs", "sample-docs-2"}
 IN_CORPUS_KINDS = {"literal", "paraphrase", "cross_language", "multi_part", "follow_up"}
 
 
@@ -67,11 +71,16 @@ def corpus(set_dir: Path) -> dict[str, str]:
     return {p.name: _norm(p.read_text("utf-8")) for p in (set_dir / "corpus").iterdir() if p.is_file()}
 
 
-def test_corpus_is_a_copy_of_sample_docs(set_dir: Path) -> None:
+def test_corpus_is_a_copy_of_sample_docs_or_its_own(set_name: str, set_dir: Path) -> None:
     ours = {p.name: p.read_bytes() for p in (set_dir / "corpus").iterdir() if p.is_file()}
     theirs = {p.name: p.read_bytes() for p in SAMPLE_DOCS.iterdir() if p.is_file()}
-    assert sorted(ours) == sorted(theirs)
-    assert [n for n in ours if ours[n] != theirs[n]] == []
+    if set_name in SAMPLE_DOCS_COPIES:
+        assert sorted(ours) == sorted(theirs)
+        assert [n for n in ours if ours[n] != theirs[n]] == []
+    else:
+        assert len(ours) == 12
+        assert not set(ours) & set(theirs)
+        assert not set(ours.values()) & set(theirs.values())
 
 
 def test_ids_kinds_and_languages(set_name: str, questions: list[dict]) -> None:

@@ -1,10 +1,13 @@
 #!/usr/bin/env python3
-"""Validates an evaluation set over sample_docs/ (eval/sample-docs, eval/sample-docs-2); exits non-zero
-on any violation.
+"""Validates an evaluation set of this folder's schema; exits non-zero on any violation.
+
+Sets: eval/sample-docs and eval/sample-docs-2 (corpus: a byte-for-byte copy of sample_docs/, Minato Tech)
+and eval/fit-hokuyo (the fitting set, with its own corpus of Hokuyo Logistics documents, which must not
+share a file with sample_docs/). Every corpus is 12 Markdown/plain-text files, 7 Japanese and 5 English.
 
 Usage: python check.py [SET_DIR]   (default: the folder this file is in)
-Standard library only. Adapted from ../../../shared/eval/business-dev/check.py (same schema; this
-corpus is Markdown and plain text only, and its counts are different).
+Standard library only. Adapted from ../../../shared/eval/business-dev/check.py (same schema; these
+corpora are Markdown and plain text only, and their counts are different).
 """
 
 from __future__ import annotations
@@ -42,7 +45,20 @@ SETS = {
             "follow_up": 6,
         },
     ),
+    "fit-hokuyo": (
+        "fh-",
+        {
+            "paraphrase": 60,
+            "cross_language": 25,
+            "topic_mentioned_fact_absent": 25,
+            "off_topic": 15,
+            "multi_part": 20,
+            "follow_up": 15,
+        },
+    ),
 }
+# Sets whose corpus/ is a copy of the repository's sample_docs/; the others have a corpus of their own.
+SAMPLE_DOCS_COPIES = {"sample-docs", "sample-docs-2"}
 IN_CORPUS_KINDS = {"literal", "paraphrase", "cross_language", "multi_part", "follow_up"}
 FIELDS = {
     "id",
@@ -81,6 +97,23 @@ COMPANY_MARKERS = [
     "mt-corp",
     "mt-byod",
     "mt-guest",
+    # fit-hokuyo's company and systems
+    "hokuyo",
+    "北陽",
+    "ほくよう",
+    "hokutime",
+    "ホクタイム",
+    "hokukei",
+    "ホクケイ",
+    "ホクトラベル",
+    "hokudesk",
+    "hokushare",
+    "hokuai",
+    "hokuvision",
+    "gestboard",
+    "ゲストボード",
+    "バースナビ",
+    "ベネステーション",
 ]
 
 errors: list[str] = []
@@ -150,14 +183,16 @@ def main(root: Path, quiet: bool = False) -> int:
         fail(f"{root}: not one of the sets this checks ({', '.join(SETS)})")
         say(errors[-1])
         return 1
-    prefix, kinds = SETS[name]
+    set_name = name
+    prefix, kinds = SETS[set_name]
     corpus_dir = root / "corpus"
     files = sorted(p for p in corpus_dir.iterdir() if p.is_file())
     texts = {p.name: p.read_text("utf-8") for p in files}
     sections = {p.name: sections_of(p) for p in files}
     doc_lang = {name: lang_of(t) for name, t in texts.items()}
 
-    # corpus shape, and identical to the repository's sample_docs/ when it is next to us
+    # corpus shape; a copy of the repository's sample_docs/ (when it is next to us) for the sets that use it,
+    # and sharing no file with it for the sets that have their own corpus
     if any(p.suffix not in (".md", ".txt") for p in files):
         fail("corpus: only .md and .txt files expected")
     langs = Counter(doc_lang.values())
@@ -171,9 +206,13 @@ def main(root: Path, quiet: bool = False) -> int:
     if sample_docs.is_dir():
         theirs = {p.name: p.read_bytes() for p in sample_docs.iterdir() if p.is_file()}
         ours = {p.name: p.read_bytes() for p in files}
-        if theirs != ours:
+        if set_name in SAMPLE_DOCS_COPIES and theirs != ours:
             diff = sorted(n for n in set(theirs) | set(ours) if theirs.get(n) != ours.get(n))
             fail(f"corpus/ differs from {sample_docs}: {diff}")
+        if set_name not in SAMPLE_DOCS_COPIES:
+            shared = sorted(n for n in ours if n in theirs or ours[n] in theirs.values())
+            if shared:
+                fail(f"corpus/ shares files with {sample_docs}: {shared}")
 
     questions = load_jsonl(root / "questions.jsonl")
     fixtures = load_jsonl(root / "web_fixtures.jsonl")
