@@ -19,14 +19,17 @@ from crag.models import Turn
 from crag.text.followup import leans_on_previous
 
 # Where a second question starts: after a question mark or full stop followed by more text, at
-# "あと" / "それと" / "また" after punctuation, at "…と、…" before a second noun phrase, or at
+# "あと" / "それと" / "また" after punctuation, at "…と、…" before a second noun phrase, at
+# "…て、" (「休みは何日もらえて、お祝い金はいくら？」; not inside 「」; a piece that asks nothing is only
+# context), or at
 # ", and what / when / how …".
 _SPLIT = re.compile(
     r"(?<=[?？。])\s*(?=\S)|"
     r"[、,]\s*(?:あと|それと|それから|また)[、,]?\s*|\s(?:あと|それと)[、,]?\s*|"
     r"[,;]\s*(?:and|also|plus)\s+(?=(?:what|when|where|who|which|how|is|are|do|does|can|could|should|"
     r"will|would|by when)\b)|"
-    r"\s+and\s+(?=(?:what|when|where|who|which|how|for)\b)|"
+    r"\s+and\s+(?=(?:what|when|where|who|which|how|for|by\s+when)\b)|"
+    r"(?:(?<=て)|(?<=んで))[、,]\s*(?![^「]*」)|"
     r"[,;]\s*and\s+(?=(?:after|for|in|within)\s+(?:how|what|which)\b)|"
     r"[,;]\s*(?:and\s+)?also\s+",
     re.IGNORECASE,
