@@ -17,6 +17,8 @@ from crag.text.parts import question_parts, read_in_context
         ("whats the netops emergency number, and when is the monthly maintenance?", 2),
         ("What are the deadlines for the security course and for export control basics?", 2),
         ("if the primary doesn't ack a page who gets it next, and after how long?", 2),
+        ("結婚するんだけど、休みは何日もらえて、お祝い金はいくら？", 2),
+        ("how many remote days do i get and by when do i have to book them?", 2),
     ],
 )
 def test_a_question_asking_two_things_has_two_parts(question: str, parts: int) -> None:
@@ -31,6 +33,8 @@ def test_a_question_asking_two_things_has_two_parts(question: str, parts: int) -
         "ベトナム出張の日当っていくら？一般社員です",  # the second sentence is context, not a question
         "80万円くらいの測定器を買いたい。見積もりって何社からとればいい？",
         "What is the difference between salt and pepper?",
+        "在宅勤務していて、VPNがつながらないときはどうする？",  # the te-form piece asks nothing
+        "「休んで、寝て、食べて」という標語はどこに貼ってある？",  # inside 「」
     ],
 )
 def test_a_question_asking_one_thing_stays_whole(question: str) -> None:
