@@ -81,24 +81,27 @@ LEXICAL = Model(
 # heading (crag/embed/index_vectors.py sentence_in_section). upper stays at 1.00, the operating point
 # of the previous fit: the fitter's proxy now picks 0.45 with the old vectors and the new alike,
 # which would send many more answers to the documents alone than the eval CLI has checked.
+# Weights and bias refitted again the same day with eval/fit-hokuyo added to the fitted sets (questions
+# in employees' words over a second company's documents); upper and lower kept (the fitter's floor,
+# -2.05, kept fewer answer passages: fit-hokuyo 0.625 -> 0.575 answers holding the gold).
 SEMANTIC: Model | None = Model(
     weights=(
-        1.891,
-        1.489,
-        0.622,
-        0.009,
-        -0.202,
-        0.527,
-        -2.310,
-        -0.312,
-        2.378,
-        -0.597,
-        1.629,
-        1.098,
-        -0.261,
-        0.494,
+        1.951,
+        1.133,
+        0.896,
+        0.017,
+        -0.171,
+        0.324,
+        -2.160,
+        -0.193,
+        2.572,
+        -0.535,
+        1.770,
+        0.844,
+        -0.100,
+        0.481,
     ),
-    bias=-5.683,
+    bias=-5.700,
     upper=1.00,
     lower=-2.60,
 )
