@@ -106,3 +106,13 @@ def test_english_pieces_are_remembered_and_japanese_lines_are_read_whole() -> No
         w.term for w in extractor._tokenize("VPN接続は GlobalProtect を使う")
     ]
     assert len(extractor._pieces) == before
+
+
+def test_chat_shorthand_and_hyphenated_spellings_match_the_documents_words() -> None:
+    t = term_extractor()
+    # "wfh" is matched as the words of "work from home" ("remote work" in a policy holds "work").
+    assert t.terms("how many wfh days do i get?") == t.terms("how many work from home days do i get?")
+    # One word, written with a hyphen or without, in either language's text.
+    assert t.terms("office wifi password") == t.terms("office Wi-Fi password")
+    assert t.terms("Wi-Fiのパスワード")[0] == t.terms("wifi")[0]
+    assert t.terms("send an e-mail") == t.terms("send an email")

@@ -59,6 +59,14 @@ _ABBREVIATED = {
     "hq": "headquarters",
     "info": "information",
 }
+# Chat shorthand for a phrase ("how many wfh days do i get?" against "remote work ... days"): the
+# phrase's words are matched.
+_SPELLED_OUT = {
+    "wfh": "work from home",
+    "pto": "paid time off",
+    "ooo": "out of office",
+    "eod": "end of day",
+}
 _LATIN = re.compile(r"^[0-9a-z][0-9a-z'._-]*$")
 _CONTRACTION = re.compile(r"'(s|t|re|ve|ll|d|m)$")
 _HIRAGANA_ONLY = re.compile(r"^[\u3040-\u309f]+$")
@@ -177,10 +185,11 @@ class TermExtractor:
 def _words(surface: str, normalized: str, dictionary: str, pos: tuple[str, ...]) -> tuple[Word, ...]:
     # Sudachi's dictionary holds English phrases ("is it", "New York"): English is matched word by
     # word, so split them.
-    if " " not in surface:
+    phrase = _SPELLED_OUT.get(surface.lower(), surface)
+    if " " not in phrase:
         word = _word(surface, normalized, dictionary, pos)
         return (word,) if word else ()
-    return tuple(w for part in surface.split() if (w := _word(part, part, part, pos)))
+    return tuple(w for part in phrase.split() if (w := _word(part, part, part, pos)))
 
 
 def _word(surface: str, normalized: str, dictionary: str, pos: tuple[str, ...]) -> Word | None:
@@ -195,6 +204,9 @@ def _word(surface: str, normalized: str, dictionary: str, pos: tuple[str, ...]) 
         if len(low) < 2:
             return None
         low = _ABBREVIATED.get(low.rstrip("."), low)  # Sudachi keeps the period of some ("dept.")
+        parts = low.split("-")
+        if len(parts) > 1 and min(map(len, parts)) <= 2:
+            low = "".join(parts)  # "wi-fi", "e-mail", "log-in" are also written "wifi", "email", "login"
         return Word(_stem(low), surface, "latin", zipf(low))
     if normalized in _JA_STOP or surface in _JA_STOP:
         return None
