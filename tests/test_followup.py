@@ -48,6 +48,8 @@ PREVIOUS = [Turn(question="What are the core hours at the head office?", answer=
         "じゃあ管理職だと？",
         "3直のほうは？",
         "親が2人とも要介護なんだけど、その場合は？",
+        "課長だったら？",
+        "ワインも出したら？",
     ],
 )
 def test_elliptical_or_referring_questions_lean_on_the_previous_turn(question: str) -> None:

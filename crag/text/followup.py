@@ -29,9 +29,10 @@ _DUMMY_IT = re.compile(
     r"\b(?:is|was|would|will)\s+it\s+(?:ok|okay|possible|allowed|fine|true|necessary)\b|\bit\s+(?:is|'s)\s+\w+\s+to\b",
     re.I,
 )
-# A short Japanese question ending in 「…だと？」「…の場合は？」 asks about a new case of the topic.
+# A short Japanese question ending in 「…だと？」「…の場合は？」「…だったら？」 asks about a new case of
+# the topic.
 _JA_CASE = re.compile(
-    r"(?:だと|なら|場合は|ときは|時は|のほうは|の方は|も同じ)[？?]?\s*$|だと[^、。]{0,6}[？?]\s*$"
+    r"(?:だと|なら|たら|場合は|ときは|時は|のほうは|の方は|も同じ)[？?]?\s*$|だと[^、。]{0,6}[？?]\s*$"
 )
 _JA_TOPIC_ONLY = re.compile(r"は[？?]\s*$")
 
