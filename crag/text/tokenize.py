@@ -76,6 +76,8 @@ _UNSPACED_SCRIPT = re.compile(r"[\u2e80-\U0010ffff]")
 # Sudachi refuses inputs over ~49 KB; cut long text at line or sentence ends well below that.
 _MAX_SEGMENT = 4000
 _MEMO_LIMIT = 500_000
+# Pieces of English text remembered (about 240 bytes each): 100,000 are about 24 MB at most.
+_PIECES_LIMIT = 100_000
 
 
 WordKind = Literal["proper", "noun", "number", "predicate", "affix", "latin"]
@@ -176,7 +178,7 @@ class TermExtractor:
         words = self._pieces.get(piece)
         if words is None:
             words = tuple(self._tokenize(piece))
-            if len(self._pieces) > _MEMO_LIMIT:
+            if len(self._pieces) > _PIECES_LIMIT:
                 self._pieces.clear()
             self._pieces[piece] = words
         return words
