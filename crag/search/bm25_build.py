@@ -27,14 +27,15 @@ def build_bm25(tokens: list[list[str]]) -> tuple[bm25s.BM25, dict[str, int]]:
     n_docs, n_vocab = len(tokens), len(vocab)
     docs = np.repeat(np.arange(n_docs, dtype=np.int64), lengths)
     # Each (document, term) pair once, with its count: sorted by document, then term.
-    pairs, tf = np.unique(docs * max(1, n_vocab) + ids, return_counts=True)
-    pair_doc, pair_term = np.divmod(pairs, max(1, n_vocab))
+    width = max(1, n_vocab)
+    pairs, tf = np.unique(docs * width + ids, return_counts=True)
+    pair_doc, pair_term = np.divmod(pairs, width)
     df = np.bincount(pair_term, minlength=n_vocab)
     # The same arithmetic, in the same types, as bm25s.scoring (Lucene idf, Robertson tf part),
     # so that scores are the ones bm25s computes.
     k1, b = bm25.k1, bm25.b
     idf = np.log(1 + (n_docs - df + 0.5) / (df + 0.5)).astype(bm25.dtype)
-    avg_len = lengths.mean() if n_docs else 0.0
+    avg_len = lengths.mean()  # 0 when no document has a term: then there is no pair to score either
     norm = k1 * ((1 - b) + (b * lengths[pair_doc]) / avg_len) if avg_len else np.full(len(tf), k1 * (1 - b))
     tf32 = tf.astype(np.float32)
     scores = (idf[pair_term] * (tf32 / (norm + tf32))).astype(bm25.dtype)

@@ -178,12 +178,11 @@ def load_jsonl(path: Path) -> list[dict]:
 def main(root: Path, quiet: bool = False) -> int:
     errors.clear()
     say = (lambda *a: None) if quiet else print
-    name = root.resolve().name
-    if name not in SETS:
+    set_name = root.resolve().name
+    if set_name not in SETS:
         fail(f"{root}: not one of the sets this checks ({', '.join(SETS)})")
         say(errors[-1])
         return 1
-    set_name = name
     prefix, kinds = SETS[set_name]
     corpus_dir = root / "corpus"
     files = sorted(p for p in corpus_dir.iterdir() if p.is_file())
