@@ -96,8 +96,14 @@ def fit(
     rounds: int = 500,
     prior: np.ndarray | None = None,
 ) -> np.ndarray:
-    """Conditional logit: maximise the softmax probability of the answer-holding sentences, the
-    weights pulled towards `prior` (the shipped weights when None)."""
+    """Conditional logit: maximise the softmax probability that the leading sentence is one of the
+    answer-holding ones (their summed probability), the weights pulled towards `prior` (the shipped
+    weights when None).
+
+    Any one of them leading is an answer. Fitting each of them as equally likely instead (the
+    uniform target this fit used until 2026-12-02) rewards features of the later sentences that
+    repeat the answer and chose worse leads: top-1 on sample-docs 0.615 against 0.725, sample-docs-2
+    (held out) 0.353 against 0.426."""
     prior = np.array(SENTENCE_WEIGHTS, dtype=float) if prior is None else prior
     w = prior.copy()
     for _ in range(rounds):
@@ -106,7 +112,8 @@ def fit(
             z = x @ w
             p = np.exp(z - z.max())
             p /= p.sum()
-            grad += x.T @ (p - y / y.sum())
+            target = p * y  # the answer-holding sentences, in their current proportions
+            grad += x.T @ (p - target / target.sum())
         w -= 0.5 * grad / len(questions)
     return w
 

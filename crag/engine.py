@@ -357,8 +357,9 @@ class _Turn:
         return replace(s, knowledge=knowledge, web_knowledge=tuple(web_knowledge))
 
     async def generate(self, s: TurnState) -> TurnState:
+        latest = s.question if s.standalone != s.question else None
         answer = await self.e.generator.generate(
-            s.standalone, s.language, list(s.knowledge), list(s.web_knowledge), self.on_text
+            s.standalone, s.language, list(s.knowledge), list(s.web_knowledge), self.on_text, latest=latest
         )
         return replace(s, answer=answer)
 

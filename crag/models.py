@@ -44,6 +44,10 @@ class Chunk(BaseModel):
     text: str
     url: str = ""
     ordinal: int = 0  # position of the chunk inside its file
+    # The sentence before the chunk's first one when a long paragraph was cut between them: what that
+    # first sentence goes on about (「日当は定額手当です。」 before 「日帰り出張は¥2,500…」). Read
+    # with the chunk, never quoted or indexed as its text. "" when the chunk starts a paragraph.
+    lead: str = ""
     # Principals that may read the chunk's document (crag/access.py); None: permissions unknown.
     allowed: tuple[str, ...] | None = None
 

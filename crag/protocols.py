@@ -110,9 +110,13 @@ class AnswerGenerator(Protocol):
         chunks: Sequence[GradedChunk],
         web: Sequence[WebResult],
         on_text: TextSink | None = None,
+        *,
+        latest: str | None = None,
     ) -> GeneratedAnswer:
         """An answer from the given knowledge only, with numbered citations, or the refusal text.
-        A generator that streams calls on_text with the answer so far as it grows."""
+        A generator that streams calls on_text with the answer so far as it grows. `latest`: the
+        user's own words when `question` is them read with an earlier turn (a follow-up, 「部長だっ
+        たら？」 after 「ホテル代の上限は？」): what the answer is about, the earlier turn its context."""
         ...
 
 

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from crag.generate.extractive import SENTENCE_WEIGHTS, ExtractiveComposer
-from crag.models import Chunk, GradedChunk
+from crag.generate.extractive import FOLLOWS, KIND, SENTENCE_WEIGHTS, ExtractiveComposer
+from crag.models import Chunk, GradedChunk, WebResult
 from crag.text.stats import FlatStats
 from crag.text.tokenize import term_extractor
 
@@ -34,8 +34,37 @@ async def test_sentence_rows_are_the_features_generate_scores() -> None:
     rows = await composer.sentence_rows("経費精算の締め切りはいつ？", graded)
     assert [text[:6] for text, _ in rows] == ["経費精算の締", "申請は翌月1"]
     assert all(len(x) == len(SENTENCE_WEIGHTS) for _, x in rows)
-    kind = len(SENTENCE_WEIGHTS) - 1
-    assert (rows[0][1][kind], rows[1][1][kind]) == (-1.0, 1.0)  # date asked: absent, present
+    assert (rows[0][1][KIND], rows[1][1][KIND]) == (-1.0, 1.0)  # date asked: absent, present
+
+
+HEALTH = Chunk(
+    id="benefits#4",
+    file="benefits.md",
+    title="福利厚生ガイド",
+    headers=["福利厚生ガイド", "健康支援・食事"],
+    text=(
+        "- 35歳以上の従業員は、定期健診の代わりに人間ドックを受診できる。会社負担の上限は¥35,000で、"
+        "超えた分は自己負担。\n"
+        "- 各センターの食堂では、日替わり定食を1食¥350で提供する（会社補助¥250を差し引いた額）。"
+    ),
+)
+
+
+async def test_a_sentence_going_on_from_the_one_naming_the_subject_answers_for_it() -> None:
+    composer = ExtractiveComposer(FlatStats(term_extractor()), max_chars=120)
+    kept = [GradedChunk(chunk=HEALTH, score=0.9, kept=True)]
+    question = "人間ドックの補助っていくら？"
+    rows = await composer.sentence_rows(question, kept)
+    # The limit's sentence shares no word with the question; the one before it in its list item
+    # names the check-up, and counts for it.
+    limit = next(x for text, x in rows if "¥35,000" in text)
+    assert limit[1] == 0.0 and limit[FOLLOWS] > 0.3
+    canteen = next(x for text, x in rows if "食堂" in text)
+    assert canteen[FOLLOWS] == canteen[1]  # the first sentence of its item: nothing carried
+    answer = await composer.generate(question, "ja", kept, [])
+    # The canteen's sentence holds 「補助」 and an amount, but not the check-up's.
+    assert "¥35,000" in answer.text
+    assert "¥250" not in answer.text or answer.text.index("¥35,000") < answer.text.index("¥250")
 
 
 DESK = Chunk(
@@ -95,3 +124,73 @@ async def test_a_numbered_clause_keeps_its_number() -> None:
     )
     # "1." is not a list marker here: stripped, the clause read "2 取得単位は1日とする。"
     assert "1.2 取得単位は1日とする。" in answer.text
+
+
+CHECKUPS = Chunk(
+    id="benefits#2",
+    file="benefits.md",
+    title="福利厚生ガイド",
+    headers=["福利厚生ガイド", "定期健康診断"],
+    text=(
+        "定期健康診断は事業所ごとに次の月に実施します。\n\n"
+        "| 事業所 | 実施月 |\n|---|---|\n| 名古屋本社 | 6月 |\n| 浜松工場 | 5月 |\n| 熊本工場 | 9月 |"
+    ),
+)
+
+
+async def test_a_follow_up_is_answered_about_its_own_words_the_earlier_question_framing_it() -> None:
+    composer = ExtractiveComposer(FlatStats(term_extractor()), max_chars=60)
+    kept = [GradedChunk(chunk=CHECKUPS, score=0.9, kept=True)]
+    read = "定期健康診断っていつ？本社勤務です 熊本工場だと何月？"  # as the engine reads the follow-up
+    answer = await composer.generate(read, "ja", kept, [], latest="熊本工場だと何月？")
+    assert "熊本工場; 実施月: 9月" in answer.text
+    assert "6月" not in answer.text  # the earlier question's 本社, answered in the turn before
+    # Read as two questions (what it was before `latest`), the earlier one is answered again.
+    before = await composer.generate(read, "ja", kept, [])
+    assert "6月" in before.text
+
+
+FLU = "does the company reimburse flu shots, and up to how much?"
+WEB = [
+    WebResult(
+        title="Defined contribution plans in Japan",
+        url="https://benefits.example.com/retirement",
+        snippet="Japanese companies may offer pension plans; whether and how much the employer "
+        "contributes depends on the company.",
+    ),
+    WebResult(
+        title="Flu shots at work",
+        url="https://health.example.com/flu",
+        snippet="Many companies reimburse flu shots for their employees, typically up to $40 per shot.",
+    ),
+]
+
+
+async def test_a_web_snippet_without_the_kind_of_fact_asked_for_is_not_quoted() -> None:
+    composer = ExtractiveComposer(FlatStats(term_extractor()))
+    topic_only = await composer.generate(FLU, "en", [], WEB[:1])
+    assert topic_only.refused  # "how much" with no amount in sight: not an answer
+    answered = await composer.generate(FLU, "en", [], WEB)
+    assert "$40" in answered.text and "pension" not in answered.text
+    assert [c.url for c in answered.citations] == [WEB[1].url]
+    # One part asks for an amount, the other for a yes or no: the snippet without an amount still
+    # serves the second part, and each citation points at the right page.
+    both = await composer.generate(
+        "how much does a flu shot cost, and do companies offer pension plans?", "en", [], WEB
+    )
+    assert {c.url for c in both.citations} <= {w.url for w in WEB}
+
+
+async def test_the_first_sentence_of_a_chunk_cut_inside_a_paragraph_goes_on_from_its_lead() -> None:
+    composer = ExtractiveComposer(FlatStats(term_extractor()))
+    text = "日帰り出張は¥2,500を支給します。宿泊を伴う場合は¥3,500です。"
+    cut = Chunk(
+        id="t#2", file="travel.txt", title="出張規程", text=text, lead="日当は雑費を補う定額手当です。"
+    )
+    whole = cut.model_copy(update={"id": "t#2-whole", "lead": ""})
+    question = "日当はいくら？"
+    rows = await composer.sentence_rows(question, [GradedChunk(chunk=cut, score=0.9)])
+    # The first sentence counts the lead's 日当; the second goes on from the first, which lacks it.
+    assert [(t[:6], x[1], x[FOLLOWS]) for t, x in rows] == [("日帰り出張は", 0.0, 1.0)]
+    # Without the lead, neither sentence shares anything with the question.
+    assert await composer.sentence_rows(question, [GradedChunk(chunk=whole, score=0.9)]) == []

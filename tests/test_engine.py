@@ -9,7 +9,7 @@ import pytest
 
 from crag.engine import CragEngine, EngineConfig
 from crag.factory import build_engine, open_local_index
-from crag.models import Branch, Chunk, GradedChunk, WebResult, WebStatus
+from crag.models import Branch, Chunk, GradedChunk, Turn, WebResult, WebStatus
 from crag.routing import RoutingPolicy
 from crag.settings import CragSettings
 from texts import REFUSAL
@@ -318,10 +318,12 @@ class _RecordingGenerator:
     def __init__(self, inner: object) -> None:
         self.inner = inner
         self.knowledge: list[GradedChunk] = []
+        self.asked: tuple[str, str | None] = ("", None)
 
-    async def generate(self, question, language, chunks, web, on_text=None):  # type: ignore[no-untyped-def]
+    async def generate(self, question, language, chunks, web, on_text=None, *, latest=None):  # type: ignore[no-untyped-def]
         self.knowledge = list(chunks)
-        return await self.inner.generate(question, language, chunks, web, on_text)  # type: ignore[attr-defined]
+        self.asked = (question, latest)
+        return await self.inner.generate(question, language, chunks, web, on_text, latest=latest)  # type: ignore[attr-defined]
 
 
 @pytest.mark.parametrize("drop", [False, True])
@@ -350,3 +352,26 @@ async def test_only_the_first_passages_of_a_search_are_refined_the_rest_used_as_
         assert [g.chunk.id for g in used] == found
         assert used[0].chunk.text == "refined"
         assert all(g.chunk.text != "refined" for g in used[1:])
+
+
+async def test_a_follow_up_is_answered_as_read_with_the_earlier_question_and_about_its_own_words(
+    engine: CragEngine,
+) -> None:
+    generator = _RecordingGenerator(engine.generator)
+    recorded = CragEngine(
+        engine.rewriter,
+        engine.retriever,
+        engine.grader,
+        engine.web,
+        generator,
+        engine.config,  # type: ignore[arg-type]
+    )
+    first = "What is the password of the MT-Guest network?"
+    await recorded.run(first)
+    assert generator.asked == (first, None)  # a question standing alone is all there is
+    history = [Turn(question=first, answer="x")]
+    await recorded.run("and how long is it valid?", history)
+    question, latest = generator.asked
+    assert first in question and latest == "and how long is it valid?"
+    await recorded.run("Where do I submit expense receipts?", history)  # self-contained: no context
+    assert generator.asked == ("Where do I submit expense receipts?", None)

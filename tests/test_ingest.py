@@ -63,15 +63,35 @@ def test_a_long_section_is_cut_at_the_last_sentence_end_in_reach() -> None:
     cap = 150
     # What the chunker must do, written the slow, obvious way: each piece ends at the last sentence
     # end that keeps it under the cap, or at the cap when there is none.
+    # A piece cut at a sentence end inside a line has the sentence before the cut as its lead.
     ends = sentence_ends(body)
-    expected, start = [], 0
+    expected, start, lead = [], 0, ""
     while len(body) - start > cap:
         cut = max((e for e in ends if start < e <= start + cap), default=start + cap)
-        expected.append(body[start:cut].strip())
+        expected.append((body[start:cut].strip(), lead))
+        sentence_start = max((e for e in ends if start <= e < cut), default=start)
+        inside_line = cut in ends and body[cut - 1] != "\n" and body[cut : cut + 1] != "\n"
+        lead = body[sentence_start:cut].strip() if inside_line else ""
         start = cut
-    expected.append(body[start:].strip())
+    expected.append((body[start:].strip(), lead))
     chunks = chunk_document(_doc("# Guide\n\n## Body\n\n" + body), cap, "")
-    assert [c.text for c in chunks] == [e for e in expected if e]
+    assert [(c.text, c.lead) for c in chunks] == [e for e in expected if e[0]]
+    assert sum(bool(c.lead) for c in chunks) > 10  # the case is exercised
+
+
+def test_a_chunk_cut_inside_a_paragraph_keeps_the_sentence_before_as_its_lead() -> None:
+    text = (
+        "# 出張\n\n## 日当\n\n"
+        "日当は雑費を補う定額手当です。日帰り出張は¥2,500を支給します。宿泊を伴う出張は¥3,500です。\n"
+        "海外出張は地域ごとに定めます。"
+    )
+    chunks = chunk_document(_doc(text), 20, "")  # one sentence per chunk
+    assert [(c.text, c.lead) for c in chunks] == [
+        ("日当は雑費を補う定額手当です。", ""),
+        ("日帰り出張は¥2,500を支給します。", "日当は雑費を補う定額手当です。"),
+        ("宿泊を伴う出張は¥3,500です。", "日帰り出張は¥2,500を支給します。"),
+        ("海外出張は地域ごとに定めます。", ""),  # a line of its own: it goes on from nothing
+    ]
 
 
 def test_plain_text_uses_first_line_as_title(tmp_path: Path) -> None:

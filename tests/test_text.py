@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from crag.text.lang import detect_language
 from crag.text.overlap import weighted_query
-from crag.text.sentences import split_sentences
+from crag.text.sentences import split_blocks, split_sentences
 from crag.text.tokenize import TermExtractor, term_extractor
 
 
@@ -36,6 +36,17 @@ def test_sentences_japanese_english_lists_and_tables() -> None:
         "- second item",
         "勤続年数: 6か月; 付与日数: 10日",
     ]
+    # Each paragraph, list item and table row is a block: a sentence after the first of its block
+    # goes on about what the one before it named.
+    assert split_blocks(text) == [
+        ["応力は物理量である。", "「これだ。」と彼は言った。"],
+        ["The U.S. team, e.g. Mr. Smith, left.", "Then it ran!"],
+        ["- first item"],
+        ["- second item"],
+        ["勤続年数: 6か月; 付与日数: 10日"],
+    ]
+    blocks = split_blocks("- 一つ目。二つ目。\n\n段落\nの続き。次。")
+    assert blocks == [["- 一つ目。", "二つ目。"], ["段落 の続き。", "次。"]]
 
 
 def test_abbreviation_before_a_number_ends_no_sentence() -> None:

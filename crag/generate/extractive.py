@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 import unicodedata
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from itertools import pairwise
 from typing import Literal
 
@@ -47,10 +47,18 @@ WHOLE_SNIPPET_MAX = 320
 # information in the sentence, the same counting its source's title and headers, the source's grade,
 # its position in the source, its centred cosine to the question (about -0.5 unrelated, +0.5..0.9
 # close; 0 without vectors), a number when the question asks for one, and the answer-kind signal
-# (+1 / -1 / 0, crag/text/fact_kind.py). Fitted by bench/fit_composer.py.
-SENTENCE_WEIGHTS = (0.919, 1.880, 1.292, -0.000, 1.155, 0.759, 1.181)
+# (+1 / -1 / 0, crag/text/fact_kind.py), and the share counting also the sentence before it in its
+# paragraph or list item (what a sentence going on from it is about). Fitted by bench/fit_composer.py
+# (--prior zero) on sample-docs, fit-hokuyo, jsquad-dev and squad-dev: business-dev and
+# sample-docs-2 are held out.
+SENTENCE_WEIGHTS = (0.444, 1.282, 1.743, -0.023, 2.572, 0.885, 1.042, 3.280)
 SEMANTIC = 4  # index of the cosine among the features
 NUMBER = 5  # index of "holds a number the question asks for"
+KIND = 6  # index of the answer-kind signal
+FOLLOWS = 7  # index of the share counting the sentence before
+# How much a word only the earlier question of a follow-up holds weighs against the follow-up's own
+# (chosen on sample-docs' and fit-hokuyo's follow-ups among 0.1, 0.25 and 0.5).
+CONTEXT_WEIGHT = 0.25
 
 
 @dataclass
@@ -102,11 +110,15 @@ class ExtractiveComposer:
         chunks: Sequence[GradedChunk],
         web: Sequence[WebResult],
         on_text: TextSink | None = None,
+        *,
+        latest: str | None = None,
     ) -> GeneratedAnswer:
         # Japanese drops the subject a document has already named; English sentences keep theirs
         # (a pronoun at least), so only Japanese passages are led with their source's title.
         lead_in = language == "ja"
-        parts = question_parts(question)
+        # A follow-up asks one thing, as read with the earlier question: not that question again
+        # (answered already) plus a second part.
+        parts = question_parts(question) if latest is None else [question]
         sources: list[_Source] = []
         chosen: list[_Candidate] = []
         # A question asking for several things gets each part's best sentences, within an equal
@@ -114,7 +126,7 @@ class ExtractiveComposer:
         share = self._max_chars // len(parts)
         per_part = []
         for part in parts:
-            query = self._query(part)
+            query = self._query(part, latest)
             meaning = await self._meaning(part, chunks)
             sources, candidates = self._candidates(query, part, chunks, web, meaning)
             per_part.append((query, candidates))
@@ -166,8 +178,15 @@ class ExtractiveComposer:
             text += ("\n" if list_before else _glue(text)) + piece  # after a list, a line of its own
         return GeneratedAnswer(text=text, citations=citations)
 
-    def _query(self, question: str) -> WeightedQuery:
-        return question_query(self._index, question, self._translator)
+    def _query(self, question: str, latest: str | None = None) -> WeightedQuery:
+        query = question_query(self._index, question, self._translator)
+        if latest is None:
+            return query
+        # The earlier turn's words only frame a follow-up: 「熊本工場だと何月？」 after 「健康診断っ
+        # ていつ？本社勤務です」 is answered by the 熊本工場 row, not by the one naming 本社.
+        own = set(self._index.terms(latest))
+        weights = {t: w if t in own else w * CONTEXT_WEIGHT for t, w in query.weights.items()}
+        return replace(query, weights=weights, total=sum(weights.values()))
 
     async def _meaning(self, question: str, chunks: Sequence[GradedChunk]) -> dict[str, dict[str, float]]:
         """Per chunk id, each sentence's centred cosine to the question (empty without vectors)."""
@@ -211,19 +230,26 @@ class ExtractiveComposer:
             candidates.extend(
                 self._sentences(
                     query,
-                    [(x.text, frozenset(x.terms)) for x in tokens.sentences],
+                    [(x.text, frozenset(x.terms), x.follows) for x in tokens.sentences],
                     frozenset(tokens.header_terms),
                     len(sources) - 1,
                     g.score,
                     kinds,
                     (meaning or {}).get(c.id, {}),
+                    frozenset(tokens.lead_terms),
                 )
             )
         for w in web:
             citation = Citation(number=0, kind="web", title=w.title, url=w.url, excerpt=w.snippet[:160])
-            sources.append(_Source(citation, 0.6))
+            sources.append(_Source(citation, 0.6))  # every part numbers the sources alike
+            if kind_signal(kinds - {"number"}, [w.snippet]) < 0:
+                # Nothing grades the web's results here: a snippet without the kind of fact asked
+                # for (no amount for "up to how much?") is about the topic at best, not an answer.
+                continue
             context = frozenset(self._index.terms(w.title))
-            split = [(x, frozenset(self._index.terms(x))) for x in split_sentences(w.snippet)]
+            split = [
+                (x, frozenset(self._index.terms(x)), i > 0) for i, x in enumerate(split_sentences(w.snippet))
+            ]
             sentences = self._sentences(query, split, context, len(sources) - 1, 0.6, kinds)
             if sentences and len(w.snippet) <= WHOLE_SNIPPET_MAX:
                 # A snippet is already the search engine's excerpt around the match, and its answer
@@ -238,16 +264,20 @@ class ExtractiveComposer:
     def _sentences(
         self,
         query: WeightedQuery,
-        split: Sequence[tuple[str, frozenset[str]]],  # sentences with their terms
+        split: Sequence[tuple[str, frozenset[str], bool]],  # (sentence, terms, goes on from the last)
         context: frozenset[str],
         source: int,
         weight: float,
         kinds: frozenset[str],
         meaning: dict[str, float] | None = None,
+        lead: frozenset[str] = frozenset(),  # terms of the sentence the first one goes on from
     ) -> list[_Candidate]:
         out = []
-        for order, (sentence, terms) in enumerate(split):  # terms: the features and the complement read them
-            x = self._features(query, sentence, terms, context, order, weight, kinds, meaning)
+        before = lead
+        for order, (sentence, terms, follows) in enumerate(split):  # terms: features, complement
+            carried = before if follows else frozenset()
+            x = self._features(query, sentence, terms, context, order, weight, kinds, meaning, carried)
+            before = terms
             # A sentence sharing nothing with the question is kept only as a possible follower.
             score = max(0.0, sum(w * v for w, v in zip(self._weights, x, strict=True))) if x else 0.0
             # A quoted list item loses its marker: "- " or "1. " leading an answer renders as a list.
@@ -268,17 +298,21 @@ class ExtractiveComposer:
         weight: float,
         kinds: frozenset[str],
         meaning: dict[str, float] | None,
+        carried: frozenset[str] = frozenset(),
     ) -> list[float] | None:
         """The sentence's features (SENTENCE_WEIGHTS), or None when it shares nothing with the
         question, in words or in meaning."""
         own = query.coverage(terms)
         framed = query.coverage(terms | context)  # the title counts: 「天治」 is rarely repeated
+        # A sentence going on from the one before it is about what that one named: 「会社負担の
+        # 上限は¥35,000」 after 「35歳以上は人間ドックを受診できる」 answers 「人間ドックの補助は？」.
+        follows = query.coverage(terms | context | carried) if carried else framed
         close = (meaning or {}).get(sentence)
-        if framed <= 0 and (close is None or close <= 0):
+        if follows <= 0 and (close is None or close <= 0):
             return None
         number = 1.0 if "number" in kinds and has_number(sentence) else 0.0
         kind = kind_signal(kinds - {"number"}, [sentence])
-        return [own, framed, weight, float(order), close or 0.0, number, kind]
+        return [own, framed, weight, float(order), close or 0.0, number, kind, follows]
 
     async def sentence_rows(
         self, question: str, chunks: Sequence[GradedChunk]

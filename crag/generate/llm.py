@@ -41,6 +41,8 @@ class LlmGenerator:
         chunks: Sequence[GradedChunk],
         web: Sequence[WebResult],
         on_text: TextSink | None = None,
+        *,
+        latest: str | None = None,
     ) -> GeneratedAnswer:
         sources = _sources(chunks, web)
         if not sources:
@@ -61,7 +63,7 @@ class LlmGenerator:
         except LlmUnavailable as exc:
             log.warning("generation fell back to the extractive composer: %s", exc)
             trace.current().notice(Notice.LLM_FALLBACK)
-            return await self._fallback.generate(question, language, chunks, web)
+            return await self._fallback.generate(question, language, chunks, web, latest=latest)
         answer, _, tail = reply.partition(prompts.FOLLOWUPS_MARKER)
         followups = _followups(tail) if self._followups else []
         return _finish(answer.strip(), [c for c, _ in sources], language, followups)

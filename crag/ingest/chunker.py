@@ -43,7 +43,7 @@ def chunk_document(doc: Document, max_chars: int, url: str, max_tokens: int = 0)
         body = "\n".join(section.lines).strip()
         if not body:
             continue
-        for piece in _split_to_caps(body, max_chars, max_tokens):
+        for piece, lead in _split_to_caps(body, max_chars, max_tokens):
             ordinal = len(chunks)
             chunk_id = hashlib.sha1(f"{doc.file}\x00{ordinal}".encode()).hexdigest()[:16]
             chunks.append(
@@ -56,6 +56,7 @@ def chunk_document(doc: Document, max_chars: int, url: str, max_tokens: int = 0)
                     url=url,
                     ordinal=ordinal,
                     allowed=doc.allowed,
+                    lead=lead,
                 )
             )
     return chunks
@@ -81,22 +82,28 @@ def _sections(doc: Document) -> list[_Section]:
     return sections
 
 
-def _split_to_caps(body: str, max_chars: int, max_tokens: int) -> list[str]:
+def _split_to_caps(body: str, max_chars: int, max_tokens: int, lead: str = "") -> list[tuple[str, str]]:
+    """The pieces, each with its lead (Chunk.lead)."""
     pieces = []
-    for piece in _split_to_cap(body, max_chars):
+    for piece, piece_lead in _split_to_cap(body, max_chars, lead):
         tokens = count_tokens(piece) if max_tokens else 0
         if tokens <= max_tokens:
-            pieces.append(piece)
+            pieces.append((piece, piece_lead))
             continue
         # Too many tokens: cut again with a character cap scaled to this text's token density.
         cap = max(50, int(len(piece) * max_tokens / tokens * 0.9))
-        pieces.extend(_split_to_caps(piece, cap, max_tokens) if cap < len(piece) else [piece])
+        if cap < len(piece):
+            pieces.extend(_split_to_caps(piece, cap, max_tokens, piece_lead))
+        else:
+            pieces.append((piece, piece_lead))
     return pieces
 
 
-def _split_to_cap(body: str, max_chars: int) -> list[str]:
-    """Cut at the last sentence end (or line end) that keeps each piece under the cap."""
-    pieces: list[str] = []
+def _split_to_cap(body: str, max_chars: int, lead: str = "") -> list[tuple[str, str]]:
+    """Cut at the last sentence end (or line end) that keeps each piece under the cap. A piece cut
+    inside a line (a paragraph) gets the sentence before the cut as its lead; `lead` is the first
+    piece's."""
+    pieces: list[tuple[str, str]] = []
     ends = sentence_ends(body)  # sorted
     start = 0
     while len(body) - start > max_chars:
@@ -107,9 +114,16 @@ def _split_to_cap(body: str, max_chars: int) -> list[str]:
         cut = ends[last] if last >= 0 and ends[last] > start else limit  # no end in reach: hard cut
         piece = body[start:cut].strip()
         if piece:
-            pieces.append(piece)
+            pieces.append((piece, lead))
+        # Cut at a sentence end inside a line: the next piece goes on from that sentence. At a line
+        # end it starts a line of its own; at a hard cut, in the middle of a sentence (no lead).
+        at_sentence = cut != limit or (last >= 0 and ends[last] == limit)
+        inside_line = body[cut - 1 : cut] != "\n" and "\n" not in body[cut : cut + 1]
+        previous = bisect_right(ends, cut - 1) - 1  # the end before the cut's sentence
+        begin = max(start, ends[previous]) if previous >= 0 else start
+        lead = body[begin:cut].strip() if at_sentence and inside_line else ""
         start = cut
     tail = body[start:].strip()
     if tail:
-        pieces.append(tail)
+        pieces.append((tail, lead))
     return pieces

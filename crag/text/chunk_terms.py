@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from crag.models import Chunk
 from crag.text.lang import passage_language
-from crag.text.sentences import split_sentences
+from crag.text.sentences import split_blocks
 from crag.text.stats import TermStats
 
 
@@ -22,6 +22,7 @@ from crag.text.stats import TermStats
 class Sentence:
     text: str
     terms: tuple[str, ...]  # in order: the grader reads neighbouring pairs
+    follows: bool = False  # goes on from the sentence before it (same paragraph, list item)
 
 
 @dataclass(frozen=True)
@@ -30,6 +31,7 @@ class ChunkTerms:
     header_terms: tuple[str, ...]
     sentences: tuple[Sentence, ...]  # the chunk's body
     language: str  # of the framed text (headers and body): "ja" or "en"
+    lead_terms: tuple[str, ...] = ()  # of the sentence the body's first one goes on from (Chunk.lead)
 
 
 class ChunkTermsMemo:
@@ -48,7 +50,13 @@ class ChunkTermsMemo:
         result = ChunkTerms(
             header_text=header_text,
             header_terms=tuple(terms(header_text)),
-            sentences=tuple(Sentence(s, tuple(terms(s))) for s in split_sentences(chunk.text)),
+            sentences=tuple(
+                # A chunk cut inside a paragraph starts with a sentence going on from its lead.
+                Sentence(s, tuple(terms(s)), follows=i > 0 or (b == 0 and bool(chunk.lead)))
+                for b, block in enumerate(split_blocks(chunk.text))
+                for i, s in enumerate(block)
+            ),
+            lead_terms=tuple(terms(chunk.lead)) if chunk.lead else (),
             language=passage_language(chunk.framed_text),
         )
         self._memo[chunk.id] = result

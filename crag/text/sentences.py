@@ -34,13 +34,20 @@ _TABLE_RULE = re.compile(r"^\s*\|?\s*:?-{2,}:?\s*(\|\s*:?-{2,}:?\s*)*\|?\s*$")
 
 def split_sentences(text: str) -> list[str]:
     """Split into sentences; never returns empty strings."""
-    out: list[str] = []
+    return [s for block in split_blocks(text) for s in block]
+
+
+def split_blocks(text: str) -> list[list[str]]:
+    """The sentences of each block: a paragraph, a list item or a table row. A sentence after the
+    first of its block goes on about what the one before it named (「35歳以上は人間ドックを受診でき
+    る。会社負担の上限は¥35,000。」). Never returns empty blocks or sentences."""
+    out: list[list[str]] = []
     prose: list[str] = []
     header: list[str] | None = None
 
     def flush() -> None:
         if prose:
-            out.extend(_split_prose(" ".join(prose)))
+            out.append(_split_prose(" ".join(prose)))
             prose.clear()
 
     for raw in text.split("\n"):
@@ -53,7 +60,7 @@ def split_sentences(text: str) -> list[str]:
             if header is None:
                 header = cells
                 continue
-            out.append(_row_sentence(header, cells))
+            out.append([_row_sentence(header, cells)])
             continue
         header = None
         if not line:
@@ -62,12 +69,11 @@ def split_sentences(text: str) -> list[str]:
             flush()
             # The marker stays with the item's first sentence ("1. 22:00以降…" is not "1." and "22:00…").
             pieces = _split_prose(line[item.end() :]) or [""]
-            out.append(f"{item.group(0).strip()} {pieces[0]}".strip())
-            out.extend(pieces[1:])
+            out.append([f"{item.group(0).strip()} {pieces[0]}".strip(), *pieces[1:]])
         else:
             prose.append(line)
     flush()
-    return [s for s in out if s]
+    return [block for block in ([s for s in b if s] for b in out) if block]
 
 
 def sentence_ends(text: str) -> list[int]:
