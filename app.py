@@ -42,7 +42,7 @@ from texts import language_of, t
 from webchat import setup_webchat
 from webchat.hosts import HostCheck, is_loopback_host, is_loopback_url
 from webchat.jsonbody import loads as load_json
-from workers import WORKER_ID, is_worker, supervise
+from workers import WORKER_ID, is_worker, pin_this_worker, supervise
 
 log = logging.getLogger("app")
 
@@ -220,6 +220,7 @@ def main() -> None:
     args = parser.parse_args()
     worker = f" w{os.environ[WORKER_ID]}" if is_worker() else ""
     logging.basicConfig(level=logging.INFO, format=f"%(asctime)s %(levelname)s{worker} %(name)s: %(message)s")
+    pin_this_worker()  # before any thread starts: they inherit the core
     logging.getLogger("bm25s").setLevel(logging.WARNING)
     try:
         settings = BotSettings()

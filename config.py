@@ -22,6 +22,8 @@ class BotSettings(CragSettings):
     host: str = Field(default="", alias="HOST")
     # Processes serving PORT together (SO_REUSEPORT; `python app.py --workers N`): one per core.
     workers: int = Field(default=1, ge=1, le=64, alias="CRAG_WORKERS")
+    # With as many workers as cores this process may use, each worker keeps to one core (workers.py).
+    pin_workers: bool = Field(default=True, alias="CRAG_PIN_WORKERS")
     # Answers and ratings: sqlite (CRAG_FEEDBACK_DB, no setup, one instance) or postgres (CRAG_POSTGRES_URL,
     # shared by several instances; the schema is migrated at start and by `python -m feedback migrate`).
     feedback_store: Literal["sqlite", "postgres"] = Field(default="sqlite", alias="CRAG_FEEDBACK_STORE")

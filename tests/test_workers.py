@@ -106,6 +106,16 @@ async def test_turns_and_ratings_spread_over_two_workers_share_their_state(
     assert workers_that_answered(app.log()) == {"w1", "w2"}
 
 
+def test_with_one_worker_per_core_each_worker_keeps_to_its_own(app: AppProcess) -> None:
+    cores = os.sched_getaffinity(0)
+    held = [os.sched_getaffinity(pid) for pid in worker_pids(app)]
+    if len(cores) == 2:  # two workers, two cores: one each
+        assert sorted(held, key=min) == [{c} for c in sorted(cores)]
+        assert "one worker per core" in app.log()
+    else:  # more or fewer cores than workers: the kernel places them
+        assert all(h == cores for h in held)
+
+
 async def test_a_killed_worker_is_replaced_and_the_port_keeps_answering(
     app: AppProcess, connector: FakeConnector
 ) -> None:

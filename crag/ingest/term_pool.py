@@ -155,6 +155,11 @@ _ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__
 
 
 def _serve() -> None:
+    # Started by a worker kept to one core (workers.py): a build helper is there to use the others.
+    cpus = os.environ.get("CRAG_CPUS")
+    if cpus and hasattr(os, "sched_setaffinity"):
+        with contextlib.suppress(OSError, ValueError):
+            os.sched_setaffinity(0, {int(c) for c in cpus.split(",")})
     # Replies go to the pipe that was stdout; anything printed while working goes to stderr.
     replies = os.fdopen(os.dup(1), "wb")
     os.dup2(2, 1)
