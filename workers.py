@@ -51,8 +51,9 @@ def cores_to_pin(workers: int, cores: set[int]) -> list[int] | None:
 
     Measured with `bench_workers.py --workers 2` on 2 cores, pinned and not pinned in turn, three pairs:
     117.1 / 111.8, 118.6 / 113.0, 107.9 / 102.1 turns/s (+5 %), p99 230-272 ms against 294-808 ms: a
-    worker that stays on its core keeps its caches warm. With fewer workers than cores, or on a machine
-    shared with other work, a worker held to one busy core could not move: no pinning then.
+    worker that stays on its core keeps its caches warm. With fewer workers than cores nothing is pinned.
+    This cannot see other work on the machine: where some runs on the same cores, a worker held to a
+    busy core could not move away, and CRAG_PIN_WORKERS=false is the better setting.
     """
     return sorted(cores) if workers == len(cores) > 1 else None
 
@@ -61,7 +62,7 @@ def pin_this_worker() -> None:
     """In a worker the supervisor gave a core (CRAG_PIN_CORE): keep to it, and every thread and
     process it starts with it, unless they ask for more (CRAG_CPUS)."""
     core = os.environ.get(PIN_CORE)
-    if not core or not hasattr(os, "sched_setaffinity"):
+    if not core or not is_worker() or not hasattr(os, "sched_setaffinity"):
         return
     try:
         os.sched_setaffinity(0, {int(core)})
@@ -98,7 +99,9 @@ def supervise(settings: BotSettings, workers: int) -> int:
     if not asyncio.run(prepare(settings)):
         print("the local index could not be opened; see the log above", file=sys.stderr)
         return 1
-    env = {**os.environ, "CRAG_WORKERS": str(workers)}
+    # A core or core list inherited from a process that started this one is not ours to apply.
+    env = {k: v for k, v in os.environ.items() if k not in (PIN_CORE, CPUS)}
+    env["CRAG_WORKERS"] = str(workers)
     available = os.sched_getaffinity(0) if hasattr(os, "sched_getaffinity") else set()
     cores = cores_to_pin(workers, available) if settings.pin_workers else None
     if cores is not None:

@@ -149,3 +149,21 @@ def test_the_local_web_chat_says_it_needs_one_worker(app: AppProcess) -> None:
         urllib.request.urlopen(request, timeout=5)
     assert error.value.code == 503
     assert "one worker" in json.loads(error.value.read())["error"]["message"]
+
+
+def test_workers_move_freely_when_pinning_is_off_whatever_core_they_inherit(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> None:
+    tmp = tmp_path_factory.mktemp("unpinned")
+    docs = tmp / "docs"
+    docs.mkdir()
+    for name, text in DOCS.items():
+        (docs / name).write_text(text, "utf-8")
+    # CRAG_PIN_CORE as if this app were started by a pinned worker: not the new workers' setting.
+    unpinned = AppProcess(tmp, docs, "--workers", "2", CRAG_PIN_WORKERS="false", CRAG_PIN_CORE="0")
+    unpinned.start(timeout=180)
+    try:
+        assert [os.sched_getaffinity(pid) for pid in worker_pids(unpinned)] == [os.sched_getaffinity(0)] * 2
+        assert "one worker per core" not in unpinned.log()
+    finally:
+        unpinned.stop()
