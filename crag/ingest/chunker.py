@@ -111,17 +111,16 @@ def _split_to_cap(body: str, max_chars: int, lead: str = "") -> list[tuple[str, 
         # The last end in reach, found by bisection: scanning every end for every piece made a
         # long section's chunking quadratic (22 s of a 6 MB text folder's build).
         last = bisect_right(ends, limit) - 1
-        cut = ends[last] if last >= 0 and ends[last] > start else limit  # no end in reach: hard cut
+        at_end = last >= 0 and ends[last] > start
+        cut = ends[last] if at_end else limit  # no end in reach: hard cut
         piece = body[start:cut].strip()
         if piece:
             pieces.append((piece, lead))
         # Cut at a sentence end inside a line: the next piece goes on from that sentence. At a line
         # end it starts a line of its own; at a hard cut, in the middle of a sentence (no lead).
-        at_sentence = cut != limit or (last >= 0 and ends[last] == limit)
         inside_line = body[cut - 1 : cut] != "\n" and "\n" not in body[cut : cut + 1]
-        previous = bisect_right(ends, cut - 1) - 1  # the end before the cut's sentence
-        begin = max(start, ends[previous]) if previous >= 0 else start
-        lead = body[begin:cut].strip() if at_sentence and inside_line else ""
+        begin = max(start, ends[last - 1]) if last > 0 else start  # where the cut's sentence starts
+        lead = body[begin:cut].strip() if at_end and inside_line else ""
         start = cut
     tail = body[start:].strip()
     if tail:
