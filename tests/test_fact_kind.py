@@ -29,6 +29,17 @@ from crag.text.fact_kind import asked_kinds, holds_kind, kind_signal
         ("どのくらいの時間内に報告しないとまずい？", "duration"),
         ("登録審査って何営業日？", "duration"),
         ("how often do we update stakeholders?", "date"),
+        # Money asked without "how much" / いくら: is there any, does it cost me.
+        ("午前中ずっと冷凍庫で作業してたんだけど、なんか手当つくの？", "money"),
+        ("社員証なくした…再発行ってお金かかる？", "money"),
+        ("子どもが生まれたらお祝い金って出ます？", "money"),
+        ("will the company chip in for a desk chair?", "money"),
+        ("is there any bonus for passing the exam?", "money"),
+        ("lost my work phone, am i gonna have to pay?", "money"),
+        ("what's the per diem for a 3 day trip?", "money"),
+        # A phone number asked without "phone number" / 何番.
+        ("who do i call if the WMS is down at night?", "phone"),
+        ("照明がつかないときはどこに電話すればいい？", "phone"),
     ],
 )
 def test_the_asked_kind_is_read_from_the_question(question: str, kind: str) -> None:

@@ -18,7 +18,14 @@ _I = re.IGNORECASE
 
 _QUESTION: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("email", re.compile(r"メールアドレス|e-?mail address|mail address", _I)),
-    ("phone", re.compile(r"電話番号|何番|内線|フリーダイヤル|phone number|extension|hotline number", _I)),
+    (
+        "phone",
+        re.compile(
+            r"電話番号|何番|内線|フリーダイヤル|電話(?:すれば|したら|する)|"
+            r"phone number|extension|hotline number|what number|who (?:do|should|can) (?:i|we) call",
+            _I,
+        ),
+    ),
     (
         "percent",
         re.compile(r"何%|何パーセント|何割|何パー|percentage|what percent|how many percent|\brate\b", _I),
@@ -29,7 +36,11 @@ _QUESTION: tuple[tuple[str, re.Pattern[str]], ...] = (
             r"いくら|何円|金額|費用|料金|補助額|上限額|(?:代|費|料|手当)(?:の|は)?上限|"
             r"\b(?:hotel|room|meal|spending|expense|taxi)\s+(?:cap|limit)\b|how much can i (?:spend|claim)|"
             r"how much|\bcosts?\b|\bprices?\b|\bfees?\b|"
-            r"reimburs\w* (?:up to|limit)|spending limit|budget|allowance (?:amount|is)",
+            r"reimburs\w* (?:up to|limit)|spending limit|budget|allowance (?:amount|is)|"
+            # Asked without "how much": is there money for it, does it cost me ("手当つくの？", "any
+            # bonus for that?", "am i gonna have to pay?"); the answer is still an amount.
+            r"手当|お金|祝い?金|見舞金|補助|自己負担|\ballowances?\b|\bsubsid\w*|\bbonus\w*|\bmoney\b|"
+            r"chip in|\bpay\b|\bamount\b|per diem",
             _I,
         ),
     ),
