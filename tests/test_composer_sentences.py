@@ -197,3 +197,31 @@ async def test_the_first_sentence_of_a_chunk_cut_inside_a_paragraph_goes_on_from
     assert [(t[:6], x[1], x[FOLLOWS]) for t, x in rows] == [("日帰り出張は", 0.0, 1.0)]
     # Without the lead, neither sentence shares anything with the question.
     assert await composer.sentence_rows(question, [GradedChunk(chunk=whole, score=0.9)]) == []
+
+
+LEAVE = Chunk(
+    id="leave#1",
+    file="leave.md",
+    title="休暇制度ガイド",
+    headers=["休暇制度ガイド", "年次有給休暇"],
+    text="入社6か月後に10日を付与し、その後は毎年10月1日に勤続年数に応じて付与する。",
+)
+REFRESH = Chunk(
+    id="leave#4",
+    file="leave.md",
+    title="休暇制度ガイド",
+    headers=["休暇制度ガイド", "リフレッシュ休暇"],
+    text=(
+        "勤続満10年、20年、30年の従業員に、次の休暇と旅行券を付与する。\n\n"
+        "- 勤続10年：5日、旅行券¥30,000\n- 勤続20年：7日、旅行券¥50,000\n- 勤続30年：10日、旅行券¥100,000"
+    ),
+)
+
+
+async def test_a_sentence_announcing_a_list_brings_it_when_it_is_not_the_lead() -> None:
+    composer = ExtractiveComposer(FlatStats(term_extractor()), max_chars=300)
+    kept = [GradedChunk(chunk=LEAVE, score=0.6, kept=True), GradedChunk(chunk=REFRESH, score=0.6, kept=True)]
+    answer = await composer.generate("勤続10年になると毎年10月1日に何が付与される？", "ja", kept, [])
+    assert answer.text.index("入社6か月後") < answer.text.index("次の休暇")  # led by the other passage
+    # 「次の休暇と旅行券を付与する。」 holds nothing without its list.
+    assert "\n- 勤続10年：5日、旅行券¥30,000" in answer.text

@@ -359,21 +359,10 @@ class ExtractiveComposer:
         budget -= len(best.text)
         titled.add(best.source)
         following = [c for c in candidates if c.source == best.source and c.order == best.order + 1]
-        if following and following[0].item and _INTRODUCES_LIST.search(best.text):
-            # "…次のいずれかに該当する場合に限り認められます。" says nothing without its list: keep
-            # the items that follow it, whole, as far as the budget goes.
-            items = [c for c in candidates if c.source == best.source and c.order > best.order]
-            items.sort(key=lambda c: c.order)
-            for i, cand in enumerate(items[:_MAX_ITEMS]):
-                if not cand.item or cand.order != best.order + 1 + i:
-                    break
-                if len(cand.text) + 3 > budget:
-                    break
-                cand.listed = True
-                chosen.append(cand)
-                budget -= len(cand.text) + 3  # "\n- "
-            if len(chosen) > 1:
-                return chosen
+        items = _items(best, candidates, budget)
+        if items:
+            # "…次のいずれかに該当する場合に限り認められます。" says nothing without its list.
+            return [best, *items]
         runner_up = [c for c in ranked if c is not best and c.score > 0 and c.score >= 0.5 * best.score]
         # A sentence holding question words the best one lacks comes first: 「内線と受付時間は？」
         # is answered by 「内線2100」 and 「受付時間：平日9:00〜18:30」, not by two about the extension.
@@ -394,6 +383,13 @@ class ExtractiveComposer:
             titled.add(cand.source)
             if len(chosen) == 3 or cand not in picks:  # at most one runner-up
                 break
+        # An extra that announces a list brings it, in the room left (「次の休暇と旅行券を付与する。」
+        # holds nothing itself), unless another chosen sentence follows it in its passage.
+        for cand in chosen[1:]:
+            if not any(c.source == cand.source and c.order > cand.order for c in chosen):
+                items = _items(cand, candidates, budget)
+                chosen += items
+                budget -= sum(len(c.text) + 3 for c in items)
         return chosen
 
     def _complement(
@@ -454,6 +450,24 @@ def _grow(clauses: list[str], anchor: int, limit: int, right_first: bool) -> str
             break
     excerpt = "".join(clauses[start : end + 1]).strip()
     return ("…" if start > 0 else "") + excerpt + ("…" if end + 1 < len(clauses) else "")
+
+
+def _items(intro: _Candidate, candidates: list[_Candidate], budget: int) -> list[_Candidate]:
+    """The items of the list `intro` announces (the list items right after it, when it reads like
+    「次の…」 / "the following" / a closing colon), whole, as many as fit in `budget`, marked listed."""
+    if not _INTRODUCES_LIST.search(intro.text):
+        return []
+    after = sorted(
+        (c for c in candidates if c.source == intro.source and c.order > intro.order), key=lambda c: c.order
+    )
+    items: list[_Candidate] = []
+    for i, cand in enumerate(after[:_MAX_ITEMS]):
+        if not cand.item or cand.order != intro.order + 1 + i or len(cand.text) + 3 > budget:
+            break
+        cand.listed = True
+        items.append(cand)
+        budget -= len(cand.text) + 3  # "\n- "
+    return items
 
 
 def _holds_asked_number(cand: _Candidate) -> bool:
