@@ -86,6 +86,20 @@ def test_a_documents_abbreviation_matches_the_word_spelled_out() -> None:
     assert e.terms("next") != e.terms("ext")  # whole words only
 
 
+def test_a_chat_clipping_matches_the_word_documents_spell_out() -> None:
+    # "the company dorm" is the documents' "company dormitory" (and 寮 through the lexicon).
+    e = term_extractor()
+    for clipped, spelled in [
+        ("dorm", "dormitory"),
+        ("max", "maximum"),
+        ("convo", "conversation"),
+        ("yrs", "years"),
+    ]:
+        assert e.terms(f"the {clipped} rules") == e.terms(f"the {spelled} rules"), clipped
+    # Clippings of two words are left alone: "10 min" may be minutes or a minimum, "HR" is not hours.
+    assert e.terms("min") == ["min"] and e.terms("HR") == ["hr"]
+
+
 # English lines are analysed piece by piece between their spaces, each piece once (TermExtractor._line).
 _ENGLISH_LINES = [
     "During the 16th and 17th centuries, the Huguenots left France.",
