@@ -289,6 +289,7 @@ class _Turn:
         new = list(s.searched)
         scores = await self.scores(s.standalone, new)
         part_best, missing = s.part_best, s.missing
+        per_part: list[tuple[float, ...]] = [()] * len(new)
         if len(s.parts) > 1 and new:
             by_part = [await self.scores(part, new) for part in s.parts]
             part_best = tuple(max([best, *x]) for best, x in zip(s.part_best, by_part, strict=True))
@@ -296,8 +297,15 @@ class _Turn:
             # A passage that answers one part is as relevant as it is to that part: graded against the
             # whole question it scores low (the other part's words are missing from it), and the
             # answer lost that part ("…5日; お祝い金" with the ¥30,000 passage left out at 0.28).
-            scores = [max(x, *col) for x, col in zip(scores, zip(*by_part, strict=True), strict=True)]
-        graded = [*s.graded, *(g.model_copy(update={"score": x}) for g, x in zip(new, scores, strict=True))]
+            per_part = list(zip(*by_part, strict=True))
+            scores = [max(x, *col) for x, col in zip(scores, per_part, strict=True)]
+        graded = [
+            *s.graded,
+            *(
+                g.model_copy(update={"score": x, "part_scores": parts})
+                for g, x, parts in zip(new, scores, per_part, strict=True)
+            ),
+        ]
         return replace(s, graded=tuple(graded), searched=(), part_best=part_best, missing=missing)
 
     def route(self, s: TurnState) -> TurnState:

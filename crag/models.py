@@ -66,6 +66,8 @@ class GradedChunk(BaseModel):
     retrieval_score: float = 0.0
     score: float = 0.0  # relevance to the question, 0.0-1.0 on the rubric
     kept: bool = False
+    # A question of several parts: the relevance to each part, in order (score is the best of them).
+    part_scores: tuple[float, ...] = ()
 
 
 class WebResult(BaseModel):

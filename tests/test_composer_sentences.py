@@ -225,3 +225,34 @@ async def test_a_sentence_announcing_a_list_brings_it_when_it_is_not_the_lead() 
     assert answer.text.index("入社6か月後") < answer.text.index("次の休暇")  # led by the other passage
     # 「次の休暇と旅行券を付与する。」 holds nothing without its list.
     assert "\n- 勤続10年：5日、旅行券¥30,000" in answer.text
+
+
+REMOTE = Chunk(
+    id="remote#2",
+    file="remote.md",
+    title="リモートワーク規程",
+    headers=["リモートワーク規程", "費用"],
+    text="在宅で働く日が月8日以上の社員には、光熱費の補助として¥4,000を支給する。",
+)
+OSAKA = Chunk(
+    id="osaka#1",
+    file="osaka.md",
+    title="大阪オフィス",
+    headers=["大阪オフィス", "受付"],
+    text="大阪オフィスの受付は平日17:00までです。在宅勤務の手当の申請は人事部が受け付けます。",
+)
+
+
+async def test_each_part_is_answered_from_the_passage_graded_for_it() -> None:
+    composer = ExtractiveComposer(FlatStats(term_extractor()), max_chars=90)
+    question = "在宅勤務の手当っていくら？あと大阪の受付は何時まで？"
+    # The Osaka passage repeats the first part's words; the grader found the allowance in the other.
+    kept = [
+        GradedChunk(chunk=REMOTE, score=0.9, kept=True, part_scores=(0.9, 0.1)),
+        GradedChunk(chunk=OSAKA, score=0.9, kept=True, part_scores=(0.3, 0.9)),
+    ]
+    answer = await composer.generate(question, "ja", kept, [])
+    assert "¥4,000" in answer.text and "17:00" in answer.text
+    # Without the grades by part, both passages are as relevant to each part.
+    flat = [g.model_copy(update={"part_scores": ()}) for g in kept]
+    assert "¥4,000" not in (await composer.generate(question, "ja", flat, [])).text

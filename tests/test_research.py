@@ -178,5 +178,8 @@ async def test_a_passage_answering_one_part_is_kept_at_its_grade_for_that_part(t
     result = await engine.run(BOTH)
     kept = {g.chunk.file: g.score for g in result.graded if g.kept}
     assert kept == {"remote_work.md": 0.9, "facilities.md": 0.9}
+    # Each passage also carries its grade for each part, for the answer to quote it for that part.
+    by_part = {g.chunk.file: g.part_scores for g in result.graded if g.kept}
+    assert by_part == {"remote_work.md": (0.9, 0.1), "facilities.md": (0.1, 0.9)}
     assert result.branch is Branch.CORRECT and result.missing_parts == []
     assert "3,000" in result.answer and "bay B" in result.answer

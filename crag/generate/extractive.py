@@ -125,10 +125,16 @@ class ExtractiveComposer:
         # share of the budget: the best sentence for the whole question answers one part at most.
         share = self._max_chars // len(parts)
         per_part = []
-        for part in parts:
+        for k, part in enumerate(parts):
             query = self._query(part, latest)
             meaning = await self._meaning(part, chunks)
-            sources, candidates = self._candidates(query, part, chunks, web, meaning)
+            # Each part is answered from the passages as graded for that part, when the engine
+            # graded them so (the same parts): a passage is kept for the part it answers best.
+            for_part = [
+                g.model_copy(update={"score": g.part_scores[k]}) if len(g.part_scores) == len(parts) else g
+                for g in chunks
+            ]
+            sources, candidates = self._candidates(query, part, for_part, web, meaning)
             per_part.append((query, candidates))
         leads = _assign_leads([candidates for _, candidates in per_part])
         led = {(lead.source, lead.order) for lead in leads if lead is not None}
