@@ -256,3 +256,26 @@ async def test_each_part_is_answered_from_the_passage_graded_for_it() -> None:
     # Without the grades by part, both passages are as relevant to each part.
     flat = [g.model_copy(update={"part_scores": ()}) for g in kept]
     assert "¥4,000" not in (await composer.generate(question, "ja", flat, [])).text
+
+
+SHIFTS = Chunk(
+    id="shifts#2",
+    file="shifts.md",
+    title="勤怠管理・シフト勤務規程",
+    headers=["勤怠管理・シフト勤務規程", "勤務形態とシフト"],
+    text=(
+        "| シフト | 勤務時間 | 休憩 |\n|---|---|---|\n"
+        "| 早番（A勤） | 6:00〜14:45 | 45分 |\n| 遅番（B勤） | 13:00〜21:45 | 45分 |\n"
+        "| 夜勤（C勤） | 22:00〜翌7:00 | 60分 |\n\n"
+        "夜勤の欠勤連絡は、夜間受付（内線 2299）でも受け付ける。"
+        "夜勤は連続4日までとし、夜勤明けの日は休日とする。"
+    ),
+)
+
+
+async def test_a_follow_ups_extra_sentence_adds_its_own_words_not_the_earlier_subject() -> None:
+    composer = ExtractiveComposer(FlatStats(term_extractor()), max_chars=160)
+    kept = [GradedChunk(chunk=SHIFTS, score=0.9, kept=True)]
+    answer = await composer.generate("早番って何時から？ 夜勤は？", "ja", kept, [], latest="夜勤は？")
+    # The early shift was the earlier question, answered already.
+    assert "22:00" in answer.text and "6:00〜14:45" not in answer.text

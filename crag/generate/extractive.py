@@ -142,7 +142,10 @@ class ExtractiveComposer:
             # A sentence leading another part is quoted there, with that part's budget and numbers
             # kept: taken here as an extra, it would be cut down to this part's leftover room.
             others = led - {(lead.source, lead.order)} if lead is not None else led
-            for cand in self._choose(query, candidates, sources, lead_in, share, lead, others):
+            # A follow-up's extra sentences add what its own words ask, not the earlier question's
+            # subject again: 「夜勤は？」 after 「早番って何時から？」 does not get the 早番 row.
+            focus = self._query(part, latest, context=0.0) if latest is not None else query
+            for cand in self._choose(query, candidates, sources, lead_in, share, lead, others, focus):
                 if not any(c.source == cand.source and c.order == cand.order for c in chosen):
                     chosen.append(cand)
         if not chosen:
@@ -184,14 +187,16 @@ class ExtractiveComposer:
             text += ("\n" if list_before else _glue(text)) + piece  # after a list, a line of its own
         return GeneratedAnswer(text=text, citations=citations)
 
-    def _query(self, question: str, latest: str | None = None) -> WeightedQuery:
+    def _query(
+        self, question: str, latest: str | None = None, context: float = CONTEXT_WEIGHT
+    ) -> WeightedQuery:
         query = question_query(self._index, question, self._translator)
         if latest is None:
             return query
         # The earlier turn's words only frame a follow-up: 「熊本工場だと何月？」 after 「健康診断っ
         # ていつ？本社勤務です」 is answered by the 熊本工場 row, not by the one naming 本社.
         own = set(self._index.terms(latest))
-        weights = {t: w if t in own else w * CONTEXT_WEIGHT for t, w in query.weights.items()}
+        weights = {t: w if t in own else w * context for t, w in query.weights.items()}
         return replace(query, weights=weights, total=sum(weights.values()))
 
     async def _meaning(self, question: str, chunks: Sequence[GradedChunk]) -> dict[str, dict[str, float]]:
@@ -338,6 +343,7 @@ class ExtractiveComposer:
         max_chars: int,
         lead: _Candidate | None = None,
         reserved: set[tuple[int, int]] | frozenset[tuple[int, int]] = frozenset(),
+        focus: WeightedQuery | None = None,  # what an extra sentence must add to (default: query)
     ) -> list[_Candidate]:
         """The best sentence, the one after it (answers often follow the sentence that matches the
         question), then the next best sentence, as long as the answer, citation markers and source
@@ -372,7 +378,7 @@ class ExtractiveComposer:
         runner_up = [c for c in ranked if c is not best and c.score > 0 and c.score >= 0.5 * best.score]
         # A sentence holding question words the best one lacks comes first: 「内線と受付時間は？」
         # is answered by 「内線2100」 and 「受付時間：平日9:00〜18:30」, not by two about the extension.
-        complement = self._complement(query, best, candidates)
+        complement = self._complement(focus or query, best, candidates)
         picks = [*complement, *following[:1]]
         for cand in picks + runner_up:
             if cand in chosen:
