@@ -43,7 +43,8 @@ from crag.text.fact_kind import asked_kinds, holds_kind, kind_signal
     ],
 )
 def test_the_asked_kind_is_read_from_the_question(question: str, kind: str) -> None:
-    assert kind in asked_kinds(question)
+    # A count may name what it counts ("count:seat").
+    assert any(k == kind or k.startswith(f"{kind}:") for k in asked_kinds(question))
 
 
 def test_a_bare_dore_kurai_asks_no_duration() -> None:
@@ -108,3 +109,35 @@ def test_kind_signal_is_a_penalty_only_when_the_kind_is_known() -> None:
     assert kind_signal(asks_money, ["安全靴は会社が支給します。", "購入補助は上限8,000円。"]) == 1.0
     assert kind_signal(asks_money, ["安全靴は会社が支給します。"]) == -1.0
     assert kind_signal(asked_kinds("さくら寮でペットは飼える？"), ["ペットは不可"]) == 0.0
+
+
+@pytest.mark.parametrize(
+    ("question", "counted"),
+    [
+        ("How many files can I upload to AsaChat per day?", "count:file"),
+        ("how many personal devices can i register on MT-BYOD?", "count:device"),
+        ("How many seats does the room have?", "count:seat"),
+        ("how many people work at the osaka office?", "count:people"),
+        ("来客用駐車場って何台分ある？", "count:台"),
+        ("定員は何人？", "count:名"),  # 何人 is answered in 人 or 名
+    ],
+)
+def test_a_count_names_what_it_counts(question: str, counted: str) -> None:
+    assert counted in asked_kinds(question)
+
+
+def test_a_count_is_held_by_a_number_beside_what_is_counted() -> None:
+    files = asked_kinds("How many files can I upload to AsaChat per day?")
+    limits = "Each user can send up to 200 messages per day to AsaChat. Files may be up to 20 MB each."
+    assert kind_signal(files, [limits]) == -1.0  # a count of messages, a size of files
+    assert kind_signal(files, ["You can upload 10 files a day."]) == 1.0
+    assert kind_signal(files, ["Files per day: 10"]) == 1.0
+    assert kind_signal(asked_kinds("定員は何人？"), ["定員は8名です。"]) == 1.0
+    assert (
+        kind_signal(asked_kinds("来客用駐車場って何台分ある？"), ["来客用駐車場は本館の裏にある。"]) == -1.0
+    )
+    # Across languages the counted word cannot be compared: any number holds the count.
+    assert (
+        kind_signal(asked_kinds("how many people work at the osaka office?"), ["大阪支社には約40名が勤務"])
+        == 1.0
+    )

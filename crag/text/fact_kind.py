@@ -108,13 +108,71 @@ _TEXT: dict[str, re.Pattern[str]] = {
 
 
 def asked_kinds(question: str) -> frozenset[str]:
-    """Every kind the question asks for (a two-part question may ask for a date and an amount)."""
+    """Every kind the question asks for (a two-part question may ask for a date and an amount). A
+    count names what is counted when it can be read: "count:file" for "how many files …", "count:人"
+    for 「何人」."""
     text = unicodedata.normalize("NFKC", question)
-    return frozenset(kind for kind, pattern in _QUESTION if pattern.search(text))
+    kinds = {kind for kind, pattern in _QUESTION if pattern.search(text)}
+    if "count" in kinds and (counted := _counted(text)):
+        kinds = (kinds - {"count"}) | {f"count:{counted}"}
+    return frozenset(kinds)
 
 
 def holds_kind(text: str, kind: str) -> bool:
-    return bool(_TEXT[kind].search(unicodedata.normalize("NFKC", text)))
+    text = unicodedata.normalize("NFKC", text)
+    if kind.startswith("count:"):
+        return _holds_count(text, kind.removeprefix("count:"))
+    return bool(_TEXT[kind].search(text))
+
+
+# "How many files can I upload?" is not answered by "200 messages a day": a count is of something.
+_HOW_MANY = re.compile(r"\bhow many ((?:[a-z][\w-]* ?){1,3})", _I)
+_COUNT_STOP = frozenset(
+    "can do does did are is was were will would should must have has i we you they he she it per in on at "
+    "for a an the to of there my our your".split()
+)
+_IRREGULAR_PLURALS = frozenset({"people", "staff", "children", "men", "women", "personnel"})
+_JA_COUNTER = re.compile(r"何(人|台|件|個|回|名|社|枚|冊|本)")
+_LATIN_WORD = re.compile(r"[A-Za-z]{2,}")
+_CJK = re.compile(r"[\u3040-\u30ff\u4e00-\u9fff]")
+
+
+def _counted(question: str) -> str | None:
+    """What a count question counts: the noun after "how many" (its plural, or its first word),
+    or a Japanese counter (人, 台, 件 …)."""
+    if m := _JA_COUNTER.search(question):
+        return "名" if m.group(1) == "人" else m.group(1)  # 何人 is answered in 人 or 名
+    m = _HOW_MANY.search(question)
+    if m is None:
+        return None
+    words: list[str] = []
+    for word in m.group(1).lower().split():
+        if word in _COUNT_STOP:
+            break
+        words.append(word)
+    plural = [w for w in words if w in _IRREGULAR_PLURALS or (w.endswith("s") and len(w) > 3)]
+    noun = plural[-1] if plural else (words[0] if words else None)
+    if noun is None:
+        return None
+    return noun if noun in _IRREGULAR_PLURALS else noun.removesuffix("s")
+
+
+def _holds_count(text: str, counted: str) -> bool:
+    """A number beside what is counted ("200 messages", "Seats: 16", 「3名」), in a passage of the
+    question's script; in the other language the words cannot be compared, so any number counts."""
+    japanese = bool(_CJK.match(counted))
+    if (japanese and not _CJK.search(text)) or (not japanese and not _LATIN_WORD.search(text)):
+        return bool(_TEXT["count"].search(text))
+    if japanese:
+        units = "人名" if counted == "名" else counted
+        return bool(re.search(r"(?:\d|" + _KANJI_NUMBER + r")\s*[" + units + "]", text))
+    noun = re.escape(counted)
+    number = r"(?:\d[\d,]*|" + _WORD_NUMBER + ")"
+    near = r"(?:\W+\w+){0,2}?\W+"
+    return bool(
+        re.search(number + near + noun, text, _I)
+        or re.search(r"\b" + noun + r"\w*" + near + number, text, _I)
+    )
 
 
 def kind_signal(kinds: frozenset[str], texts: list[str]) -> float:
