@@ -86,6 +86,15 @@ def test_a_documents_abbreviation_matches_the_word_spelled_out() -> None:
     assert e.terms("next") != e.terms("ext")  # whole words only
 
 
+def test_a_past_form_matches_its_verb_and_chat_fillers_say_nothing() -> None:
+    e = term_extractor()
+    # "lost my badge" is the documents' "if you lose your badge"; "written" is "write".
+    assert e.terms("lost my badge") == e.terms("lose your badge")
+    assert e.terms("Who was the report written for?") == e.terms("who is the report to write for")
+    # Written without the apostrophe, "whats" and "dont" are as empty as "what's" and "don't".
+    assert e.terms("whats the max tho, dont know lol") == e.terms("what's the maximum, don't know")
+
+
 def test_a_chat_clipping_matches_the_word_documents_spell_out() -> None:
     # "the company dorm" is the documents' "company dormitory" (and 寮 through the lexicon).
     e = term_extractor()

@@ -41,8 +41,83 @@ _EN_STOP = frozenset(
     also as s t d ll m re ve y many much one us get got name called whose use used please
     isn aren wasn weren don doesn didn won couldn shouldn wouldn
     long often far old kind type happen happened
+    whats wheres whens hows whos whys thats theres heres tho gonna wanna gotta lol pls plz ur
+    dont doesnt didnt cant wont isnt arent wasnt werent shouldnt couldnt wouldnt
     """.split()
 )
+# The line above: chat spellings without the apostrophe ("whats the max …") and fillers.
+# Irregular English verbs in their past forms, as their base: "lost my badge" is the documents'
+# "if you lose your badge", and the lexicon's glosses are base forms ("to forget"). Past forms that
+# are also common nouns or other words (left, saw, shot, sat, ground, bit, rose, lay) are not listed.
+_IRREGULAR = {
+    past: base
+    for base, forms in {
+        "lose": "lost",
+        "forget": "forgot forgotten",
+        "write": "wrote written",
+        "pay": "paid",
+        "send": "sent",
+        "take": "took taken",
+        "give": "gave given",
+        "come": "came",
+        "make": "made",
+        "buy": "bought",
+        "bring": "brought",
+        "break": "broke broken",
+        "catch": "caught",
+        "choose": "chose chosen",
+        "drive": "drove driven",
+        "fall": "fell fallen",
+        "feel": "felt",
+        "find": "found",
+        "hold": "held",
+        "keep": "kept",
+        "know": "knew known",
+        "meet": "met",
+        "run": "ran",
+        "say": "said",
+        "sell": "sold",
+        "spend": "spent",
+        "steal": "stole stolen",
+        "tell": "told",
+        "think": "thought",
+        "understand": "understood",
+        "wear": "wore worn",
+        "fly": "flew flown",
+        "begin": "began begun",
+        "sleep": "slept",
+        "teach": "taught",
+        "throw": "threw thrown",
+        "eat": "ate eaten",
+        "drink": "drank drunk",
+        "ride": "rode ridden",
+        "stand": "stood",
+        "tear": "tore torn",
+        "lend": "lent",
+        "build": "built",
+        "mean": "meant",
+        "hear": "heard",
+        "become": "became",
+        "freeze": "froze frozen",
+        "hang": "hung",
+        "shake": "shook shaken",
+        "speak": "spoke spoken",
+        "grow": "grew grown",
+        "draw": "drew drawn",
+        "blow": "blew blown",
+        "seek": "sought",
+        "stick": "stuck",
+        "withdraw": "withdrew withdrawn",
+        "oversleep": "overslept",
+        "fight": "fought",
+        "hide": "hid hidden",
+        "wake": "woke woken",
+        "bend": "bent",
+        "swim": "swam swum",
+        "sink": "sank sunk",
+    }.items()
+    for past in forms.split()
+}
 # Compound particles that Sudachi splits into content-looking pieces (において -> 置く, について -> 付く).
 _COMPOUND_PARTICLES = re.compile(
     r"において|における|について|についての|に対して|に対する|によって|による|によると|に関して|に関する|"
@@ -239,6 +314,7 @@ def _word(surface: str, normalized: str, dictionary: str, pos: tuple[str, ...]) 
         if len(low) < 2:
             return None
         low = _ABBREVIATED.get(low.rstrip("."), low)  # Sudachi keeps the period of some ("dept.")
+        low = _IRREGULAR.get(low, low)
         parts = low.split("-")
         if len(parts) > 1 and min(map(len, parts)) <= 2:
             low = "".join(parts)  # "wi-fi", "e-mail", "log-in" are also written "wifi", "email", "login"
