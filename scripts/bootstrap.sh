@@ -27,8 +27,9 @@ export PATH="$VENV/bin:$PATH"
 # The Japanese-English lexicon the local grader and composer translate question terms with (made from
 # JMdict, downloaded from PyPI once, about a minute). Without it the bot runs as before, untranslated.
 LEXICON="${CRAG_LEXICON-$ROOT/data/lexicon/jmdict-ja-en.sqlite}"
-if [ -n "$LEXICON" ] && [ ! -f "$LEXICON" ]; then
-  echo "making the Japanese-English lexicon in ${LEXICON#"$ROOT"/} (once)" >&2
+# Made again when the term rules it was made under have changed (crag/text/tokenize.py TERMS_VERSION).
+if [ -n "$LEXICON" ] && ! (cd "$ROOT" && "$VENV/bin/python" -m crag.text.lexicon --check --out "$LEXICON" 2>/dev/null); then
+  echo "making the Japanese-English lexicon in ${LEXICON#"$ROOT"/} (once, or when the term rules change)" >&2
   (cd "$ROOT" && "$VENV/bin/python" -m crag.text.lexicon --out "$LEXICON") \
     || echo "warning: no lexicon; questions are not translated across languages (retry: python -m crag.text.lexicon)" >&2
 fi

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import shutil
 import sqlite3
 from collections.abc import Callable
 from pathlib import Path
@@ -156,6 +157,24 @@ def test_a_missing_or_damaged_lexicon_turns_translation_off(
     with caplog.at_level(logging.WARNING):
         assert Lexicon.open(damaged) is None
     assert "question terms are not translated" in caplog.text
+
+
+def test_a_lexicon_made_under_older_term_rules_is_used_said_stale_and_remade_by_the_check(
+    lexicon_path: Path, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    assert lexicon_cli.main(["--check", "--out", str(lexicon_path)]) == 0  # made just now
+    assert lexicon_cli.main(["--check", "--out", str(tmp_path / "absent.sqlite")]) == 1
+    old = tmp_path / "old.sqlite"
+    shutil.copy(lexicon_path, old)
+    with contextlib.closing(sqlite3.connect(old)) as db:
+        db.execute("UPDATE meta SET value = '0' WHERE key = 'terms'")
+        db.commit()
+    with caplog.at_level(logging.WARNING):
+        stale = Lexicon.open(old)
+    assert stale is not None and stale.stale  # still translates what did not change
+    assert "older term rules" in caplog.text
+    assert "remake" in str(lexicon_status(str(old))["notice"])
+    assert lexicon_cli.main(["--check", "--out", str(old)]) == 1  # scripts/bootstrap.sh remakes it then
 
 
 def test_the_cli_says_what_went_wrong_without_a_stack_trace(

@@ -29,7 +29,7 @@ from typing import Literal, Protocol
 from crag.text.lang import detect_language
 from crag.text.overlap import WeightedQuery, weighted_query
 from crag.text.stats import TermStats
-from crag.text.tokenize import Word
+from crag.text.tokenize import TERMS_VERSION, Word
 
 log = logging.getLogger(__name__)
 
@@ -51,6 +51,10 @@ HEAD_WORD_PENALTY = 2
 FORMAT = 1
 _KEY_SEP = "\t"
 _UNREADABLE = "bilingual lexicon %s unreadable (%s): question terms are not translated"
+_STALE = (
+    "bilingual lexicon %s was made under older term rules: a few words go untranslated until it is "
+    "remade (./run.sh does it, or python -m crag.text.lexicon)"
+)
 
 
 class Lexicon:
@@ -67,6 +71,9 @@ class Lexicon:
         self._lock = threading.Lock()
         self._failed = False  # a lookup failed (logged once)
         self.headwords = int(self._meta("headwords") or 0)
+        # Made under other term rules (TERMS_VERSION): still usable, most terms are unchanged, but
+        # the words whose terms changed ("lost" is now "lose") are not found.
+        self.stale = self._meta("terms") != str(TERMS_VERSION)
 
     def _meta(self, key: str) -> str | None:
         row = self._db.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
@@ -131,6 +138,8 @@ class Lexicon:
             if report:
                 log.warning(_UNREADABLE, path, e)
             return None
+        if lexicon.stale and report:
+            log.warning(_STALE, path)
         return lexicon
 
 
@@ -161,7 +170,8 @@ def write(path: Path, ja_to_en: Mapping[Terms, Sequence[Translation]]) -> int:
                 ),
             )
         db.executemany(
-            "INSERT INTO meta VALUES (?, ?)", [("format", str(FORMAT)), ("headwords", str(len(ja_to_en)))]
+            "INSERT INTO meta VALUES (?, ?)",
+            [("format", str(FORMAT)), ("headwords", str(len(ja_to_en))), ("terms", str(TERMS_VERSION))],
         )
         db.commit()
     tmp.replace(path)
@@ -267,4 +277,9 @@ def lexicon_status(lexicon_path: str) -> dict[str, object]:
     lexicon = _open(Path(lexicon_path))
     if lexicon is None:
         return {"enabled": False, "notice": "no lexicon: python -m crag.text.lexicon makes it"}
-    return {"enabled": True, "source": "JMdict", "headwords": lexicon.headwords}
+    status: dict[str, object] = {"enabled": True, "source": "JMdict", "headwords": lexicon.headwords}
+    if lexicon.stale:
+        status["notice"] = (
+            "made under older term rules: run ./run.sh or python -m crag.text.lexicon to remake it"
+        )
+    return status

@@ -29,7 +29,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from crag.settings import CragSettings
-from crag.text.bilingual import Terms, table_from, write
+from crag.text.bilingual import Lexicon, Terms, table_from, write
 from crag.text.tokenize import TermExtractor, term_extractor
 
 log = logging.getLogger(__name__)
@@ -126,8 +126,22 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m crag.text.lexicon", description=__doc__.split("\n\n")[0])
     parser.add_argument("--jmdict", type=Path, help="jamdict.db (default: download jamdict-data from PyPI)")
     parser.add_argument("--out", type=Path, help="where to write (default: CRAG_LEXICON)")
+    parser.add_argument(
+        "--check",
+        action="store_true",
+        help="make nothing: exit 0 if the lexicon at --out exists and was made under today's term rules",
+    )
     args = parser.parse_args(argv)
     out = args.out or Path(CragSettings().lexicon_path)
+    if args.check:
+        lexicon = Lexicon.open(out, report=False)
+        if lexicon is None or lexicon.stale:
+            print(
+                f"{out}: {'missing or unreadable' if lexicon is None else 'made under older term rules'}",
+                file=sys.stderr,
+            )
+            return 1
+        return 0
     started = time.monotonic()
     try:
         with tempfile.TemporaryDirectory(prefix="jmdict-") as work:

@@ -188,6 +188,11 @@ _MEMO_LIMIT = 500_000
 _PIECES_LIMIT = 100_000
 
 
+# Bump whenever the rules above change the terms a text is turned into: the lexicon's keys are such
+# terms (a lexicon made under other rules is remade by scripts/bootstrap.sh), and so are a local
+# index's (crag/ingest/local_target.py INDEX_FORMAT is bumped with it).
+TERMS_VERSION = 3
+
 WordKind = Literal["proper", "noun", "number", "predicate", "affix", "latin"]
 
 # Kind by Sudachi POS (second level for nouns): what a word can tell about a question's subject.
