@@ -125,8 +125,9 @@ class ExtractiveComposer:
         # share of the budget: the best sentence for the whole question answers one part at most.
         share = self._max_chars // len(parts)
         per_part = []
+        own = frozenset(self._index.terms(latest)) if latest is not None else None
         for k, part in enumerate(parts):
-            query = self._query(part, latest)
+            query = self._query(part, own)
             meaning = await self._meaning(part, chunks)
             # Each part is answered from the passages as graded for that part, when the engine
             # graded them so (the same parts): a passage is kept for the part it answers best.
@@ -144,7 +145,7 @@ class ExtractiveComposer:
             others = led - {(lead.source, lead.order)} if lead is not None else led
             # A follow-up's extra sentences add what its own words ask, not the earlier question's
             # subject again: 「夜勤は？」 after 「早番って何時から？」 does not get the 早番 row.
-            focus = self._query(part, latest, context=0.0) if latest is not None else query
+            focus = _framed(query, own, 0.0) if own is not None else query
             for cand in self._choose(query, candidates, sources, lead_in, share, lead, others, focus):
                 if not any(c.source == cand.source and c.order == cand.order for c in chosen):
                     chosen.append(cand)
@@ -187,17 +188,13 @@ class ExtractiveComposer:
             text += ("\n" if list_before else _glue(text)) + piece  # after a list, a line of its own
         return GeneratedAnswer(text=text, citations=citations)
 
-    def _query(
-        self, question: str, latest: str | None = None, context: float = CONTEXT_WEIGHT
-    ) -> WeightedQuery:
+    def _query(self, question: str, own: frozenset[str] | None = None) -> WeightedQuery:
+        """The question's weighted terms; for a follow-up read with the earlier turn, `own` are the
+        terms of the user's own words, and the earlier turn's weigh CONTEXT_WEIGHT."""
         query = question_query(self._index, question, self._translator)
-        if latest is None:
-            return query
         # The earlier turn's words only frame a follow-up: 「熊本工場だと何月？」 after 「健康診断っ
         # ていつ？本社勤務です」 is answered by the 熊本工場 row, not by the one naming 本社.
-        own = set(self._index.terms(latest))
-        weights = {t: w if t in own else w * context for t, w in query.weights.items()}
-        return replace(query, weights=weights, total=sum(weights.values()))
+        return query if own is None else _framed(query, own, CONTEXT_WEIGHT)
 
     async def _meaning(self, question: str, chunks: Sequence[GradedChunk]) -> dict[str, dict[str, float]]:
         """Per chunk id, each sentence's centred cosine to the question (empty without vectors)."""
@@ -462,6 +459,12 @@ def _grow(clauses: list[str], anchor: int, limit: int, right_first: bool) -> str
             break
     excerpt = "".join(clauses[start : end + 1]).strip()
     return ("…" if start > 0 else "") + excerpt + ("…" if end + 1 < len(clauses) else "")
+
+
+def _framed(query: WeightedQuery, own: frozenset[str], context: float) -> WeightedQuery:
+    """The query with the terms not in `own` weighing `context` times as much."""
+    weights = {t: w if t in own else w * context for t, w in query.weights.items()}
+    return replace(query, weights=weights, total=sum(weights.values()))
 
 
 def _items(intro: _Candidate, candidates: list[_Candidate], budget: int) -> list[_Candidate]:

@@ -14,6 +14,8 @@ from __future__ import annotations
 import re
 import unicodedata
 
+from crag.text.lang import detect_language
+
 _I = re.IGNORECASE
 
 _QUESTION: tuple[tuple[str, re.Pattern[str]], ...] = (
@@ -134,7 +136,6 @@ _COUNT_STOP = frozenset(
 _IRREGULAR_PLURALS = frozenset({"people", "staff", "children", "men", "women", "personnel"})
 _JA_COUNTER = re.compile(r"何(人|台|件|個|回|名|社|枚|冊|本)")
 _LATIN_WORD = re.compile(r"[A-Za-z]{2,}")
-_CJK = re.compile(r"[\u3040-\u30ff\u4e00-\u9fff]")
 
 
 def _counted(question: str) -> str | None:
@@ -160,8 +161,8 @@ def _counted(question: str) -> str | None:
 def _holds_count(text: str, counted: str) -> bool:
     """A number beside what is counted ("200 messages", "Seats: 16", 「3名」), in a passage of the
     question's script; in the other language the words cannot be compared, so any number counts."""
-    japanese = bool(_CJK.match(counted))
-    if (japanese and not _CJK.search(text)) or (not japanese and not _LATIN_WORD.search(text)):
+    japanese = detect_language(counted) == "ja"
+    if (japanese and detect_language(text) != "ja") or (not japanese and not _LATIN_WORD.search(text)):
         return bool(_TEXT["count"].search(text))
     if japanese:
         units = "人名" if counted == "名" else counted
