@@ -4,7 +4,11 @@ from __future__ import annotations
 
 import pytest
 
+from crag.grade.local import LEXICAL, PARTIAL, LocalGrader, calibrate
+from crag.models import Chunk
 from crag.text.fact_kind import asked_kinds, holds_kind, kind_signal
+from crag.text.stats import FlatStats
+from crag.text.tokenize import term_extractor
 
 
 @pytest.mark.parametrize(
@@ -141,3 +145,36 @@ def test_a_count_is_held_by_a_number_beside_what_is_counted() -> None:
         kind_signal(asked_kinds("how many people work at the osaka office?"), ["大阪支社には約40名が勤務"])
         == 1.0
     )
+
+
+async def test_a_passage_without_the_asked_kind_of_fact_is_at_most_partly_relevant() -> None:
+    grader = LocalGrader(FlatStats(term_extractor()))
+    question = "How many files can I upload to AsaChat per day?"
+    limits = Chunk(
+        id="limits",
+        file="ai.md",
+        title="Generative AI rules",
+        text="Each user can upload files to AsaChat and send up to 200 messages per day to AsaChat. "
+        "Files uploaded to AsaChat may be up to 20 MB each.",
+    )
+    files = limits.model_copy(update={"id": "files", "text": limits.text + " Up to 10 files per day."})
+    # Without the bound the passage would pass as an answer: it repeats every word of the question.
+    rows, _ = await grader.feature_rows(question, [limits], semantic=False)
+    assert calibrate(LEXICAL.logit(rows[0])) >= 0.8
+    assert await grader.grade(question, [limits]) == [PARTIAL]
+    assert (await grader.grade(question, [files]))[0] >= 0.8
+    # A question whose kind is not recognised is graded as before.
+    plain = "Which chat assistant can I upload files to?"
+    rows, _ = await grader.feature_rows(plain, [limits], semantic=False)
+    assert await grader.grade(plain, [limits]) == [round(calibrate(LEXICAL.logit(rows[0])), 3)]
+
+
+def test_a_quoted_phrase_is_the_subject_not_the_question() -> None:
+    question = "古代は何によって「生命は、いつ、どこで誕生したのか」という問いに答えていた？"
+    assert asked_kinds(question) == frozenset()
+    assert asked_kinds("「いつでも窓口」の内線は何番？") == frozenset({"phone"})
+
+
+def test_a_count_of_people_may_be_in_ten_thousands() -> None:
+    assert holds_kind("推計人数は約24万人である。", "count:名")
+    assert holds_kind("参加者は3千名を超えた。", "count:名")

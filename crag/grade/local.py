@@ -33,11 +33,18 @@ from crag.grade.semantic import SemanticEvidence, VectorSource, evidence
 from crag.models import Chunk
 from crag.text.bilingual import Translator, question_query
 from crag.text.chunk_terms import ChunkTermsMemo
-from crag.text.fact_kind import asked_kinds, kind_signal
+from crag.text.fact_kind import asked_kinds, kind_signal, lacks_kind
 from crag.text.lang import detect_language
 from crag.text.overlap import WeightedQuery
 from crag.text.question import asks_for_number
 from crag.text.stats import TermStats
+
+# The rubric's top of "partially relevant": a passage holding no fact of the kind the question asks
+# for (no count of files for "how many files", no phone number for 「何番」) cannot answer it, however
+# many of the question's words it repeats ("How many files can I upload to AsaChat per day?" against
+# "up to 200 messages per day to AsaChat", graded 0.95 before). The model's kind signal weighs only
+# the best window and sentence; this looks at the whole passage, so it is a bound, not a feature.
+PARTIAL = 0.6
 
 
 @dataclass(frozen=True)
@@ -151,7 +158,11 @@ class LocalGrader:
         want_semantic = self._semantic_model is not None
         rows, semantic = await self.feature_rows(question, chunks, semantic=want_semantic)
         model = self._semantic_model if semantic and self._semantic_model is not None else LEXICAL
-        return [round(calibrate(model.logit(x), model), 3) for x in rows]
+        kinds = asked_kinds(question)
+        return [
+            round(min(score, PARTIAL) if lacks_kind(kinds, c.text) else score, 3)
+            for c, score in ((c, calibrate(model.logit(x), model)) for c, x in zip(chunks, rows, strict=True))
+        ]
 
     async def feature_rows(
         self, question: str, chunks: Sequence[Chunk], semantic: bool = True

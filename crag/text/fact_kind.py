@@ -109,11 +109,15 @@ _TEXT: dict[str, re.Pattern[str]] = {
 }
 
 
+_QUOTED = re.compile(r"「[^」]*」|『[^』]*』")
+
+
 def asked_kinds(question: str) -> frozenset[str]:
     """Every kind the question asks for (a two-part question may ask for a date and an amount). A
     count names what is counted when it can be read: "count:file" for "how many files …", "count:人"
     for 「何人」."""
-    text = unicodedata.normalize("NFKC", question)
+    # What a question quotes is its subject, not what it asks: 「…いつ、どこで…」という問い is not a date.
+    text = _QUOTED.sub("「」", unicodedata.normalize("NFKC", question))
     kinds = {kind for kind, pattern in _QUESTION if pattern.search(text)}
     if "count" in kinds and (counted := _counted(text)):
         kinds = (kinds - {"count"}) | {f"count:{counted}"}
@@ -166,7 +170,8 @@ def _holds_count(text: str, counted: str) -> bool:
         return bool(_TEXT["count"].search(text))
     if japanese:
         units = "人名" if counted == "名" else counted
-        return bool(re.search(r"(?:\d|" + _KANJI_NUMBER + r")\s*[" + units + "]", text))
+        # 「24万人」, 「3千名」: a number may end in a unit of ten thousand or a thousand.
+        return bool(re.search(r"(?:\d|" + _KANJI_NUMBER + r")[万億千百]?\s*[" + units + "]", text))
     noun = re.escape(counted)
     number = r"(?:\d[\d,]*|" + _WORD_NUMBER + ")"
     near = r"(?:\W+\w+){0,2}?\W+"
@@ -174,6 +179,11 @@ def _holds_count(text: str, counted: str) -> bool:
         re.search(number + near + noun, text, _I)
         or re.search(r"\b" + noun + r"\w*" + near + number, text, _I)
     )
+
+
+def lacks_kind(kinds: frozenset[str], text: str) -> bool:
+    """The question asks for kinds of fact (recognised ones) and the text holds none of them."""
+    return bool(kinds) and not any(holds_kind(text, k) for k in kinds)
 
 
 def kind_signal(kinds: frozenset[str], texts: list[str]) -> float:
