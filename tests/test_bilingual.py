@@ -277,6 +277,15 @@ def test_a_lexicon_made_without_synonyms_is_remade_unless_they_could_not_be_had(
     assert alternatives(opened, "お産", "ja") == {} and alternatives(opened, "夜勤", "ja")
     assert "synonyms" not in lexicon_status(str(without))
     assert lexicon_cli.main(["--check", "--out", str(without)]) == 0
+    # A damaged synonyms file: said, and the translations are made all the same.
+    damaged = tmp_path / "damaged.json"
+    damaged.write_text('[{"items": ', encoding="utf-8")
+    partial = tmp_path / "partial.sqlite"
+    (tmp_path / "again").mkdir()
+    assert make(tmp_path / "again", partial, "--synonyms", str(damaged)) == 0
+    assert "made without them" in capsys.readouterr().err
+    opened = Lexicon.open(partial)
+    assert opened is not None and opened.synonyms == "none" and alternatives(opened, "夜勤", "ja")
     # No npm on the machine: said, and the lexicon is made without them.
     monkeypatch.setenv("PATH", str(tmp_path / "empty"))
     assert lexicon_cli.download_synonyms(tmp_path) is None

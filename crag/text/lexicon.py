@@ -106,6 +106,8 @@ def synonym_table(groups: object, extractor: TermExtractor) -> dict[Terms, list[
     for group in groups if isinstance(groups, list) else []:
         words: list[tuple[Terms, int, bool]] = []  # terms, lexeme, may trigger
         for item in group.get("items", []) if isinstance(group, dict) else []:
+            if not isinstance(item, dict):
+                continue
             text = str(item.get("midashi", "")).strip()
             flag = item.get("expandControl", 0)
             if not text or flag == 2 or item.get("gokeiSyubetsu") == "間違い":
@@ -140,12 +142,30 @@ def read_synonyms(path: Path, extractor: TermExtractor) -> dict[Terms, list[Tran
     return synonym_table(groups, extractor)
 
 
-def build(db: Path, out: Path, extractor: TermExtractor | None = None, synonyms: Path | None = None) -> int:
+def build(
+    db: Path,
+    out: Path,
+    extractor: TermExtractor | None = None,
+    synonyms: dict[Terms, list[Translation]] | None = None,
+) -> int:
     """Write the lexicon from JMdict's database (and Sudachi's synonyms, when given) to `out`; the
     number of Japanese headwords."""
-    extractor = extractor or term_extractor()
-    table = read_synonyms(synonyms, extractor) if synonyms is not None else None
-    return write(out, table_from(entries(db, extractor)), table)
+    return write(out, table_from(entries(db, extractor or term_extractor())), synonyms)
+
+
+def synonyms_or_none(path: Path | None, extractor: TermExtractor) -> dict[Terms, list[Translation]] | None:
+    """The synonym table, or None (said why) when the file cannot be read: the translations are made
+    all the same."""
+    if path is None:
+        return None
+    try:
+        return read_synonyms(path, extractor)
+    except (OSError, ValueError, tarfile.TarError, AttributeError, TypeError) as e:
+        print(
+            f"Sudachi's synonyms not read from {path} ({e}): the lexicon is made without them",
+            file=sys.stderr,
+        )
+        return None
 
 
 def download(work: Path) -> Path:
@@ -235,7 +255,7 @@ def main(argv: list[str] | None = None) -> int:
             else:
                 synonyms = None if str(args.synonyms) == "none" else args.synonyms
             print("reading JMdict and tokenizing its headwords and glosses ...", file=sys.stderr)
-            headwords = build(db, out, synonyms=synonyms)
+            headwords = build(db, out, synonyms=synonyms_or_none(synonyms, term_extractor()))
     except (OSError, ValueError, sqlite3.Error, subprocess.CalledProcessError, StopIteration) as e:
         print(f"lexicon not made: {e}", file=sys.stderr)
         return 1
