@@ -33,7 +33,7 @@ from crag.grade.semantic import SemanticEvidence, VectorSource, evidence
 from crag.models import Chunk
 from crag.text.bilingual import Translator, question_query
 from crag.text.chunk_terms import ChunkTermsMemo
-from crag.text.fact_kind import asked_kinds, kind_signal, lacks_kind
+from crag.text.fact_kind import asked_kinds, kind_signal
 from crag.text.lang import detect_language
 from crag.text.overlap import WeightedQuery
 from crag.text.question import asks_for_number
@@ -160,7 +160,7 @@ class LocalGrader:
         model = self._semantic_model if semantic and self._semantic_model is not None else LEXICAL
         kinds = asked_kinds(question)
         return [
-            round(min(score, PARTIAL) if lacks_kind(kinds, c.text) else score, 3)
+            round(min(score, PARTIAL) if kind_signal(kinds, [c.text]) < 0 else score, 3)
             for c, score in ((c, calibrate(model.logit(x), model)) for c, x in zip(chunks, rows, strict=True))
         ]
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from functools import lru_cache
 
 from crag.text.lang import detect_language
 
@@ -112,6 +113,8 @@ _TEXT: dict[str, re.Pattern[str]] = {
 _QUOTED = re.compile(r"「[^」]*」|『[^』]*』")
 
 
+# The grader (twice: its bound and its semantic feature) and the composer read the same question.
+@lru_cache(maxsize=4096)
 def asked_kinds(question: str) -> frozenset[str]:
     """Every kind the question asks for (a two-part question may ask for a date and an amount). A
     count names what is counted when it can be read: "count:file" for "how many files …", "count:人"
@@ -179,11 +182,6 @@ def _holds_count(text: str, counted: str) -> bool:
         re.search(number + near + noun, text, _I)
         or re.search(r"\b" + noun + r"\w*" + near + number, text, _I)
     )
-
-
-def lacks_kind(kinds: frozenset[str], text: str) -> bool:
-    """The question asks for kinds of fact (recognised ones) and the text holds none of them."""
-    return bool(kinds) and not any(holds_kind(text, k) for k in kinds)
 
 
 def kind_signal(kinds: frozenset[str], texts: list[str]) -> float:
