@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import math
 import re
-import unicodedata
 from dataclasses import dataclass
 from itertools import pairwise
 
+from crag.text.nfkc import nfkc
 from crag.text.overlap import WeightedQuery
 from crag.text.question import has_number
 
@@ -34,7 +34,7 @@ class Span:
 
     @classmethod
     def of(cls, terms: list[str], raw: str) -> Span:
-        text = unicodedata.normalize("NFKC", raw).lower()
+        text = nfkc(raw).lower()
         pairs = {_pair(a, b) for i, a in enumerate(terms) for b in terms[i + 1 : i + 3] if a != b}
         words = frozenset(_WORDS.findall(text))
         return cls(frozenset(terms), text, words, has_number(text), frozenset(pairs))

@@ -12,10 +12,10 @@ Only kinds with a recognisable surface are listed; who / why / yes-no questions 
 from __future__ import annotations
 
 import re
-import unicodedata
 from functools import lru_cache
 
 from crag.text.lang import detect_language
+from crag.text.nfkc import nfkc
 
 _I = re.IGNORECASE
 
@@ -120,7 +120,7 @@ def asked_kinds(question: str) -> frozenset[str]:
     count names what is counted when it can be read: "count:file" for "how many files …", "count:人"
     for 「何人」."""
     # What a question quotes is its subject, not what it asks: 「…いつ、どこで…」という問い is not a date.
-    text = _QUOTED.sub("「」", unicodedata.normalize("NFKC", question))
+    text = _QUOTED.sub("「」", nfkc(question))
     kinds = {kind for kind, pattern in _QUESTION if pattern.search(text)}
     if "count" in kinds and (counted := _counted(text)):
         kinds = (kinds - {"count"}) | {f"count:{counted}"}
@@ -128,7 +128,7 @@ def asked_kinds(question: str) -> frozenset[str]:
 
 
 def holds_kind(text: str, kind: str) -> bool:
-    text = unicodedata.normalize("NFKC", text)
+    text = nfkc(text)
     if kind.startswith("count:"):
         return _holds_count(text, kind.removeprefix("count:"))
     return bool(_TEXT[kind].search(text))
