@@ -197,7 +197,13 @@ def build_engine(
     # With the local index's embeddings (once built), grading and the extractive answer read meaning too.
     chunk_terms = ChunkTermsMemo(stats)  # shared: each retrieved chunk is tokenized once, not twice
     translator = translator_for(settings.lexicon_path, index)
-    grader: Grader = LocalGrader(stats, index, chunk_terms=chunk_terms, translator=translator)
+    grader: Grader = LocalGrader(
+        stats,
+        index,
+        chunk_terms=chunk_terms,
+        translator=translator,
+        words_only_answers=settings.words_only_answers,
+    )
     generator: AnswerGenerator = ExtractiveComposer(
         stats, settings.answer_max_chars, vectors=index, chunk_terms=chunk_terms, translator=translator
     )

@@ -403,7 +403,8 @@ class EngineHandle:
         # Answers cached before are lexical ones: a new version lets the cache forget them.
         index.version = f"{index.version}+{vectors.model}"
         log.info(
-            "index vectors ready (%s): %d texts, %d embedded now, %.1fs; hybrid retrieval on",
+            "index vectors ready (%s): %d texts, %d embedded now, %.1fs; hybrid retrieval on, and"
+            " answers from the documents alone (before: 'check the sources', CRAG_WORDS_ONLY_ANSWERS)",
             vectors.model,
             vectors.total,
             vectors.embedded,

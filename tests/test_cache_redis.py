@@ -78,6 +78,7 @@ def _instance(
         CRAG_CACHE_TTL=str(ttl),
         CRAG_WEB="off",
         CRAG_EMBEDDINGS="off",
+        CRAG_WORDS_ONLY_ANSWERS=True,  # no vectors here: words-only grades may answer
         **env,
     )
     index, _ = open_local_index(settings)

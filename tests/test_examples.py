@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from cards.answer_card import badge_key
 from cards.examples import SAMPLE_EXAMPLES, example_questions
 from cards.welcome_card import example_actions, welcome_card
 from crag.engine import CragEngine
@@ -44,8 +45,10 @@ def test_every_example_has_its_expected_answer() -> None:
 async def test_an_example_is_answered_from_its_document(engine: CragEngine, question: str) -> None:
     result = await engine.run(question)
     file, fact = EXPECTED[question]
-    assert result.branch is Branch.CORRECT and file in result.cited_files, (result.branch, result.cited_files)
-    assert fact in result.answer, result.answer
+    assert file in result.cited_files and fact in result.answer, (result.cited_files, result.answer)
+    # Before the vectors, grades from words alone never claim the green badge: the answer is shown
+    # as from the documents, to be checked (crag/grade/local.py WORDS_ONLY_TOP).
+    assert result.branch is Branch.AMBIGUOUS and badge_key(result) == "branch.documents_unsure"
 
 
 def test_examples_are_offered_only_over_the_sample_documents(tmp_path: Path) -> None:

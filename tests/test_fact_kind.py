@@ -148,7 +148,7 @@ def test_a_count_is_held_by_a_number_beside_what_is_counted() -> None:
 
 
 async def test_a_passage_without_the_asked_kind_of_fact_is_at_most_partly_relevant() -> None:
-    grader = LocalGrader(FlatStats(term_extractor()))
+    grader = LocalGrader(FlatStats(term_extractor()), words_only_answers=True)
     question = "How many files can I upload to AsaChat per day?"
     limits = Chunk(
         id="limits",

@@ -27,7 +27,11 @@ def _corpus(tmp_path: Path, **env: str) -> CragSettings:
     (docs / "printer.md").write_text(INJECTION, "utf-8")
     (docs / "leave.md").write_text(GENUINE, "utf-8")
     return CragSettings(
-        CRAG_DOCS_DIR=str(docs), CRAG_INDEX_DIR=str(tmp_path / "index"), CRAG_CACHE_TTL=0, **env
+        CRAG_DOCS_DIR=str(docs),
+        CRAG_INDEX_DIR=str(tmp_path / "index"),
+        CRAG_CACHE_TTL=0,
+        CRAG_WORDS_ONLY_ANSWERS=True,  # no vectors here: the genuine passage may answer on its words
+        **env,
     )
 
 

@@ -43,7 +43,11 @@ def make_engine(root: Path, **env: str) -> CragEngine:
     for name, text in DOCS.items():
         (docs / name).write_text(text, "utf-8")
     settings = CragSettings(
-        CRAG_DOCS_DIR=str(docs), CRAG_INDEX_DIR=str(root / "index"), CRAG_EMBEDDINGS="off", **env
+        CRAG_DOCS_DIR=str(docs),
+        CRAG_INDEX_DIR=str(root / "index"),
+        CRAG_EMBEDDINGS="off",
+        CRAG_WORDS_ONLY_ANSWERS=True,  # re-search is decided by branches: words-only grades may answer
+        **env,
     )
     index, _ = open_local_index(settings)
     return build_engine(settings, index)
