@@ -98,7 +98,7 @@ class CragSettings(EnvSettings):
     embeddings: Literal["auto", "local", "llm", "off"] = Field(default="auto", alias="CRAG_EMBEDDINGS")
     # Whether the local grader may grade a passage "answers it" (the green badge) from words alone,
     # before the vectors are built or without them (crag/grade/local.py WORDS_ONLY_TOP): off, as
-    # such answers were wrong for 0.10-0.20 of questions on the evaluation sets.
+    # such answers were wrong for 0.10-0.20 of the questions of the four business evaluation sets.
     words_only_answers: bool = Field(default=False, alias="CRAG_WORDS_ONLY_ANSWERS")
     # Vectors shared by every local index, keyed by content hash ("" turns the shared cache off).
     vector_cache_dir: str = Field(default=str(REPO_ROOT / "data" / "vectors"), alias="CRAG_VECTOR_CACHE")

@@ -383,7 +383,7 @@ async def test_a_follow_up_is_answered_as_read_with_the_earlier_question_and_abo
 
 async def test_words_only_grades_never_claim_an_answer_but_keep_their_order(tmp_path: Path) -> None:
     """Before the vectors are built (or without them), the default grader stays below "answers it"
-    (0.8): answers from words alone were wrong for 0.13-0.20 of the evaluation questions. The grades
+    (0.8): answers from words alone were wrong for 0.10-0.20 of the business sets' questions. The grades
     keep their order, so the same passage leads; CRAG_WORDS_ONLY_ANSWERS=true grades as before."""
     docs = tmp_path / "docs"
     docs.mkdir()
