@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from bench.fit_grader import floor
+from bench.fit_grader import floor, leads, lower_as_shipped, ranked_fit
 
 
 def test_floor_stops_where_unanswerable_questions_would_cost_more_than_it_gains() -> None:
@@ -27,3 +27,42 @@ def test_floor_takes_the_highest_of_equal_gains_and_stays_at_upper_when_nothing_
     assert -1.05 < floor(z, inside, holds, upper=1.0) <= -1.0
     nothing = np.array([False, False, False])
     assert floor(z, nothing, nothing, upper=1.0) == 1.0
+
+
+def _rows_where_pointwise_misranks() -> dict[str, list[tuple[bool, list[tuple[list[float], bool]]]]]:
+    """Feature 0 is high on every chunk of the questions no chunk answers, and, within an answerable
+    question, higher on its answer chunk: across all chunks it marks non-answers, within a question
+    the answer. Feature 1 is noise."""
+    rng = np.random.default_rng(3)
+    rows = []
+    for _ in range(60):
+        chunks = [([4.0 + rng.normal(0, 0.3), rng.normal()], False) for _ in range(5)]
+        rows.append((True, chunks))
+    for _ in range(30):
+        chunks = [([1.0, rng.normal()], True)] + [([0.0, rng.normal()], False) for _ in range(4)]
+        rows.append((True, chunks))
+    return {"set": rows}
+
+
+def test_ranked_fit_puts_the_answer_chunk_first_where_the_per_chunk_fit_does_not() -> None:
+    data = _rows_where_pointwise_misranks()
+    pointwise = ranked_fit(data, rank_weight=0.0)
+    ranked = ranked_fit(data, rank_weight=1.0)
+    assert leads(pointwise, data["set"]) < 0.5
+    assert leads(ranked, data["set"]) == 1.0
+
+
+def test_lower_as_shipped_keeps_as_many_answer_chunks_as_the_shipped_model(monkeypatch) -> None:
+    import crag.grade.local as local
+
+    rows = [
+        (True, [([2.0], True), ([0.0], False)]),
+        (True, [([1.0], True)]),
+        (True, [([-1.0], True)]),
+        (False, [([0.5], False)]),
+    ]
+    # The shipped model's logit is x, its lower anchor 0.0: two answer chunks kept (2.0 and 1.0).
+    monkeypatch.setattr(local, "SEMANTIC", local.Model(weights=(1.0,), bias=0.0, upper=3.0, lower=0.0))
+    # A refit at half the scale must go down to 0.5 to keep the same two.
+    lower = lower_as_shipped(np.array([0.5, 0.0]), {"set": rows}, semantic=True)
+    assert 0.45 < lower <= 0.5
