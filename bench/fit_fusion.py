@@ -79,7 +79,7 @@ async def collect(root: Path, work: Path) -> list[Item]:
                 kind=q.kind or "all",
                 golds=set(q.gold_set),
                 language=detect_language(keywords),
-                lexical=[h.chunk for h in retriever._lexical(keywords, 50)],
+                lexical=[h.chunk for h in retriever._lexical(keywords, 50, None)],
                 dense=dense,
             )
         )
