@@ -113,21 +113,15 @@ def load_or_collect(dataset_dir: Path, work: Path, semantic: bool, rows_dir: Pat
 
 
 def fit(x: np.ndarray, y: np.ndarray, l2: float = 1.0) -> np.ndarray:
-    xb = np.hstack([x, np.ones((len(x), 1))])
-    w = np.zeros(xb.shape[1])
-    for _ in range(100):  # Newton's method on the L2-regularised log-likelihood
-        p = 1 / (1 + np.exp(-np.clip(xb @ w, -30, 30)))
-        hess = xb.T @ (xb * (p * (1 - p))[:, None]) + l2 * np.eye(len(w))
-        w -= np.linalg.solve(hess, xb.T @ (p - y) + l2 * w)
-    return w
+    return fit_weighted(x, y, np.ones(len(x)), l2)
 
 
 def fit_weighted(x: np.ndarray, y: np.ndarray, weight: np.ndarray, l2: float = 1.0) -> np.ndarray:
-    """fit() with a weight per example (normalised to a mean of 1)."""
+    """The L2-regularised logistic fit, with a weight per example (normalised to a mean of 1)."""
     xb = np.hstack([x, np.ones((len(x), 1))])
     w = np.zeros(xb.shape[1])
     weight = weight / weight.mean()
-    for _ in range(100):
+    for _ in range(100):  # Newton's method on the weighted, regularised log-likelihood
         p = 1 / (1 + np.exp(-np.clip(xb @ w, -30, 30)))
         hess = xb.T @ (xb * (weight * p * (1 - p))[:, None]) + l2 * np.eye(len(w))
         w -= np.linalg.solve(hess, xb.T @ (weight * (p - y)) + l2 * w)
