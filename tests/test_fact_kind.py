@@ -178,3 +178,12 @@ def test_a_quoted_phrase_is_the_subject_not_the_question() -> None:
 def test_a_count_of_people_may_be_in_ten_thousands() -> None:
     assert holds_kind("推計人数は約24万人である。", "count:名")
     assert holds_kind("参加者は3千名を超えた。", "count:名")
+
+
+def test_opening_hours_are_asked_as_times_of_day() -> None:
+    # 「受付時間」 is answered by 「平日9:00〜18:30」, a time of day: before, no kind was read, and an
+    # extension question's second part ranked 「内線2100」-like sentences over the hours.
+    assert asked_kinds("ITヘルプデスクの内線と受付時間は？") == {"phone", "date"}
+    assert asked_kinds("食堂の営業時間って？") == {"date"}
+    assert asked_kinds("What are the help desk's opening hours?") == {"date"}
+    assert kind_signal(asked_kinds("受付時間は？"), ["受付時間：平日9:00〜18:30"]) == 1.0

@@ -62,6 +62,9 @@ _QUESTION: tuple[tuple[str, re.Pattern[str]], ...] = (
         "date",
         re.compile(
             r"いつ|何時|何年に|何年から|何世紀|締め?切り?|期限|何曜|"
+            # Opening hours are times of day (「受付時間：平日9:00〜18:30」), not a duration.
+            r"(?:受付|営業|利用|開館|開店|窓口|対応|診療|サポート)時間|時間帯|"
+            r"opening hours|business hours|office hours|what hours|open until|"
             r"what time|^\s*when\b|\bby when\b|deadline|what date|which day|how often|"
             r"\bwhen (?:is|was|are|were|do|does|did|will|can|could|should|must|has|have)\b",
             _I,
