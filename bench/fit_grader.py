@@ -128,6 +128,15 @@ def fit_weighted(x: np.ndarray, y: np.ndarray, weight: np.ndarray, l2: float = 1
     return w
 
 
+def chunk_examples(data: dict[str, Rows]) -> tuple[np.ndarray, np.ndarray]:
+    """Every retrieved chunk's features, and whether it holds the answer to an answerable question."""
+    x = np.array([v for rows in data.values() for _, chunks in rows for v, _ in chunks])
+    y = np.array(
+        [p and inside for rows in data.values() for inside, chunks in rows for _, p in chunks], dtype=float
+    )
+    return x, y
+
+
 def per_dataset_weights(data: dict[str, Rows]) -> np.ndarray:
     """One weight per chunk example such that every dataset weighs the same in total: 400 questions
     written from their passages must not outvote 121 asked in employees' words."""
@@ -147,10 +156,7 @@ def ranked_fit(
     as much as one that tells a question's answering chunk from its neighbours; which chunk leads is
     what the answer quotes. The listwise term alone ranks well but loses the grades' level across
     questions (routing compares them with fixed anchors): the sum keeps both."""
-    x = np.array([v for rows in data.values() for _, chunks in rows for v, _ in chunks])
-    y = np.array(
-        [p and inside for rows in data.values() for inside, chunks in rows for _, p in chunks], dtype=float
-    )
+    x, y = chunk_examples(data)
     xb = np.hstack([x, np.ones((len(x), 1))])
     chunk_weight = per_dataset_weights(data)
     w = fit_weighted(x, y, chunk_weight)
@@ -296,14 +302,10 @@ def train(
     question, without the routing refit. It ranks the chunks of a question better (which chunk the
     answer is taken from is what makes an answer wrong), so under a confidently-wrong limit it routes
     more questions right."""
-    x = np.array([v for rows in data.values() for _, chunks in rows for v, _ in chunks])
-    y = np.array(
-        [p and inside for rows in data.values() for inside, chunks in rows for _, p in chunks], dtype=float
-    )
     if ranked:
         w = ranked_fit(data, ranked)
     else:
-        w = fit(x, y)
+        w = fit(*chunk_examples(data))
         if not per_chunk:
             w = refit_on_best_chunks(w, [row for rows in data.values() for row in rows])
     logits = {name: question_logits(w, rows) for name, rows in data.items()}

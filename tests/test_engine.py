@@ -44,13 +44,17 @@ Bicycle parking is in the basement, level B1. Register your bicycle with General
 }
 
 
+def _write_docs(folder: Path) -> Path:
+    folder.mkdir()
+    for name, text in DOCS.items():
+        (folder / name).write_text(text, "utf-8")
+    return folder
+
+
 @pytest.fixture(scope="module")
 def engine(tmp_path_factory: pytest.TempPathFactory) -> CragEngine:
     root = tmp_path_factory.mktemp("engine")
-    docs = root / "docs"
-    docs.mkdir()
-    for name, text in DOCS.items():
-        (docs / name).write_text(text, "utf-8")
+    docs = _write_docs(root / "docs")
     # No vectors are built here: words-only grades may answer from the documents alone, so that the
     # flow's branches are reached (the default waits for the vectors: test_words_only_grades_...).
     settings = CragSettings(
@@ -385,10 +389,7 @@ async def test_words_only_grades_never_claim_an_answer_but_keep_their_order(tmp_
     """Before the vectors are built (or without them), the default grader stays below "answers it"
     (0.8): answers from words alone were wrong for 0.10-0.20 of the business sets' questions. The grades
     keep their order, so the same passage leads; CRAG_WORDS_ONLY_ANSWERS=true grades as before."""
-    docs = tmp_path / "docs"
-    docs.mkdir()
-    for name, text in DOCS.items():
-        (docs / name).write_text(text, "utf-8")
+    docs = _write_docs(tmp_path / "docs")
     graded = {}
     for flag in (False, True):
         settings = CragSettings(

@@ -181,8 +181,8 @@ def test_a_count_of_people_may_be_in_ten_thousands() -> None:
 
 
 def test_opening_hours_are_asked_as_times_of_day() -> None:
-    # 「受付時間」 is answered by 「平日9:00〜18:30」, a time of day: before, no kind was read, and an
-    # extension question's second part ranked 「内線2100」-like sentences over the hours.
+    # 「受付時間」 is answered by 「平日9:00〜18:30」, a time of day: before, no kind was read, and the
+    # hours sentence took the answer-kind penalty of an extension question.
     assert asked_kinds("ITヘルプデスクの内線と受付時間は？") == {"phone", "date"}
     assert asked_kinds("食堂の営業時間って？") == {"date"}
     assert asked_kinds("What are the help desk's opening hours?") == {"date"}
