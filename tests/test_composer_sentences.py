@@ -279,3 +279,32 @@ async def test_a_follow_ups_extra_sentence_adds_its_own_words_not_the_earlier_su
     answer = await composer.generate("早番って何時から？ 夜勤は？", "ja", kept, [], latest="夜勤は？")
     # The early shift was the earlier question, answered already.
     assert "22:00" in answer.text and "6:00〜14:45" not in answer.text
+
+
+LOSS = Chunk(
+    id="it#4",
+    file="it.md",
+    title="IT利用規程",
+    headers=["IT利用規程", "紛失・盗難"],
+    text=(
+        "端末を紛失した場合は、気付いた時点から1時間以内にITヘルプデスク（内線2100）へ連絡してください。"
+        "ヘルプデスクは遠隔ロックの措置を取ります。"
+        "代替の端末は受付から5営業日以内に9階のカウンターで受け取ります。"
+    ),
+)
+HOURS = Chunk(
+    id="it#9",
+    file="it.md",
+    title="IT利用規程",
+    headers=["IT利用規程", "問い合わせ先"],
+    text="- 受付時間：平日9:00〜18:30\n- 場所：9階 ITサービスカウンター",
+)
+
+
+async def test_the_extra_sentence_adds_the_asked_phrase_not_only_its_words() -> None:
+    composer = ExtractiveComposer(FlatStats(term_extractor()), max_chars=300)
+    kept = [GradedChunk(chunk=LOSS, score=0.8, kept=True), GradedChunk(chunk=HOURS, score=0.75, kept=True)]
+    answer = await composer.generate("ITヘルプデスクの内線と受付時間は？", "ja", kept, [])
+    # The lead's 「1時間以内」 holds 時間 already: 「受付から5営業日」 adds 受付 as much as the hours
+    # line does, but only the hours line holds 受付時間.
+    assert "2100" in answer.text and "9:00〜18:30" in answer.text and "5営業日" not in answer.text

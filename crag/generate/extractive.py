@@ -21,7 +21,7 @@ from crag.text.bilingual import Translator, question_query
 from crag.text.chunk_terms import ChunkTermsMemo
 from crag.text.fact_kind import asked_kinds, kind_signal
 from crag.text.lang import detect_language
-from crag.text.overlap import WeightedQuery
+from crag.text.overlap import WeightedQuery, term_pairs
 from crag.text.parts import question_parts
 from crag.text.question import asks_for_number, has_number
 from crag.text.sentences import LIST_ITEM, split_sentences
@@ -72,6 +72,7 @@ class _Candidate:
     item: bool = False  # a list item (its marker removed from text)
     listed: bool = False  # quoted as an item of the list the previous sentence introduces
     terms: frozenset[str] = frozenset()  # the sentence's own terms (what it adds to the answer)
+    pairs: frozenset[tuple[str, str]] = frozenset()  # its phrases (term_pairs)
 
 
 @dataclass
@@ -238,7 +239,7 @@ class ExtractiveComposer:
             candidates.extend(
                 self._sentences(
                     query,
-                    [(x.text, frozenset(x.terms), x.follows) for x in tokens.sentences],
+                    [(x.text, tuple(x.terms), x.follows) for x in tokens.sentences],
                     frozenset(tokens.header_terms),
                     len(sources) - 1,
                     g.score,
@@ -256,7 +257,7 @@ class ExtractiveComposer:
                 continue
             context = frozenset(self._index.terms(w.title))
             split = [
-                (x, frozenset(self._index.terms(x)), i > 0) for i, x in enumerate(split_sentences(w.snippet))
+                (x, tuple(self._index.terms(x)), i > 0) for i, x in enumerate(split_sentences(w.snippet))
             ]
             sentences = self._sentences(query, split, context, len(sources) - 1, 0.6, kinds)
             if sentences and len(w.snippet) <= WHOLE_SNIPPET_MAX:
@@ -272,7 +273,7 @@ class ExtractiveComposer:
     def _sentences(
         self,
         query: WeightedQuery,
-        split: Sequence[tuple[str, frozenset[str], bool]],  # (sentence, terms, goes on from the last)
+        split: Sequence[tuple[str, Sequence[str], bool]],  # (sentence, terms in order, goes on from the last)
         context: frozenset[str],
         source: int,
         weight: float,
@@ -282,7 +283,8 @@ class ExtractiveComposer:
     ) -> list[_Candidate]:
         out = []
         before = lead
-        for order, (sentence, terms, follows) in enumerate(split):  # terms: features, complement
+        for order, (sentence, ordered, follows) in enumerate(split):  # terms: features, complement
+            terms = frozenset(ordered)
             carried = before if follows else frozenset()
             x = self._features(query, sentence, terms, context, order, weight, kinds, meaning, carried)
             before = terms
@@ -292,7 +294,16 @@ class ExtractiveComposer:
             marker = LIST_ITEM.match(sentence)
             text = sentence[marker.end() :].strip() if marker else sentence
             out.append(
-                _Candidate(text or sentence, source, order, score, features=x, item=bool(marker), terms=terms)
+                _Candidate(
+                    text or sentence,
+                    source,
+                    order,
+                    score,
+                    features=x,
+                    item=bool(marker),
+                    terms=terms,
+                    pairs=term_pairs(ordered),
+                )
             )
         return out
 
@@ -405,14 +416,23 @@ class ExtractiveComposer:
         self, query: WeightedQuery, best: _Candidate, candidates: list[_Candidate]
     ) -> list[_Candidate]:
         """The sentence adding most of the question's information that the best one lacks, when it
-        adds at least MIN_GAIN of it (none otherwise)."""
-        have = query.coverage(best.terms)
+        adds at least MIN_GAIN of it (none otherwise). Between sentences adding the same words, the
+        one holding the kind of fact asked for, then the one adding the question's phrases:
+        「受付時間：平日9:00〜」 for 「内線と受付時間は？」 when the best one's 「1時間以内」 already
+        holds 時間, not 「端末は受付から5営業日以内に…」. Phrases are read in the question's own
+        language only, so they come after the kind: a translated passage holds no pair of them."""
+        have, phrased = query.coverage(best.terms), query.phrase_coverage(best.pairs)
         gains = [
-            (query.coverage(best.terms | c.terms) - have, c.score, c)
+            (
+                query.coverage(best.terms | c.terms) - have,
+                c.features[KIND] if c.features else 0.0,
+                query.phrase_coverage(best.pairs | c.pairs) - phrased,
+                c,
+            )
             for c in candidates
             if c is not best and c.score > 0 and not c.whole
         ]
-        gain, _, cand = max(gains, key=lambda g: (g[0], g[1]), default=(0.0, 0.0, best))
+        gain, _, _, cand = max(gains, key=lambda g: (*g[:3], g[3].score), default=(0.0, 0.0, 0.0, best))
         return [cand] if gain >= MIN_GAIN else []
 
     def _compress(self, query: WeightedQuery, text: str, limit: int, keep_number: bool = False) -> str:

@@ -11,10 +11,9 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass
-from itertools import pairwise
 
 from crag.text.nfkc import nfkc
-from crag.text.overlap import WeightedQuery
+from crag.text.overlap import WeightedQuery, term_pairs
 from crag.text.question import has_number
 
 NEAR_MATCH = 0.8
@@ -35,13 +34,8 @@ class Span:
     @classmethod
     def of(cls, terms: list[str], raw: str) -> Span:
         text = nfkc(raw).lower()
-        pairs = {_pair(a, b) for i, a in enumerate(terms) for b in terms[i + 1 : i + 3] if a != b}
         words = frozenset(_WORDS.findall(text))
-        return cls(frozenset(terms), text, words, has_number(text), frozenset(pairs))
-
-
-def _pair(a: str, b: str) -> tuple[str, str]:
-    return (a, b) if a <= b else (b, a)
+        return cls(frozenset(terms), text, words, has_number(text), term_pairs(terms))
 
 
 @dataclass(frozen=True)
@@ -127,13 +121,4 @@ def features(query: WeightedQuery, chunk: ChunkSpans, number_wanted: bool) -> Fe
 
 def phrase_share(query: WeightedQuery, window: list[Span]) -> float:
     """Weighted share of the question's consecutive term pairs that stand together in the window."""
-    terms = list(query.weights)
-    if len(terms) < 2:
-        return 0.0
-    total = hit = 0.0
-    for a, b in pairwise(terms):
-        weight = query.weights[a] + query.weights[b]
-        total += weight
-        if any(_pair(a, b) in span.pairs for span in window):
-            hit += weight
-    return hit / total
+    return query.phrase_coverage(frozenset().union(*(span.pairs for span in window)))

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from itertools import pairwise
 
 from crag.text.tokenize import Word
 
@@ -28,6 +29,18 @@ class WeightedQuery:
             return True
         return any(all(x in present for x in alt) for alt in self.alternatives.get(term, ()))
 
+    def phrase_coverage(self, pairs: frozenset[tuple[str, str]]) -> float:
+        """Weighted share of the question's consecutive term pairs standing together among `pairs`
+        (term_pairs of a text): 「受付時間」 asked is found in 「受付時間：平日9:00〜」, not in 「受付
+        から5営業日」 beside 「1時間以内」."""
+        total = hit = 0.0
+        for a, b in pairwise(self.weights):
+            weight = self.weights[a] + self.weights[b]
+            total += weight
+            if term_pair(a, b) in pairs:
+                hit += weight
+        return hit / total if total > 0 else 0.0
+
     def with_alternatives(self, alternatives: Mapping[str, tuple[tuple[str, ...], ...]]) -> WeightedQuery:
         return replace(self, alternatives={t: a for t, a in alternatives.items() if t in self.weights})
 
@@ -50,6 +63,15 @@ KIND_WEIGHT: dict[str, float] = {
 def general_weight(zipf: float) -> float:
     """1.2 for rare words (Zipf <= 2.7) down to 0.3 for the most common (Zipf >= 6.3)."""
     return min(1.2, max(0.3, (7.5 - zipf) / 4.0))
+
+
+def term_pair(a: str, b: str) -> tuple[str, str]:
+    return (a, b) if a <= b else (b, a)
+
+
+def term_pairs(terms: Sequence[str]) -> frozenset[tuple[str, str]]:
+    """The text's terms at most two apart, in either order: its phrases, as pairs of terms."""
+    return frozenset(term_pair(a, b) for i, a in enumerate(terms) for b in terms[i + 1 : i + 3] if a != b)
 
 
 def weighted_query(words: Iterable[Word], idf: Callable[[str], float]) -> WeightedQuery:
