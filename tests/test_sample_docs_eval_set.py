@@ -1,5 +1,5 @@
-"""Schema invariants of the evaluation sets eval/sample-docs/ and eval/sample-docs-2/ (over sample_docs/) and
-eval/fit-hokuyo/ (the fitting set, with a corpus of its own).
+"""Schema invariants of the evaluation sets eval/sample-docs/ and eval/sample-docs-2/ (over sample_docs/),
+eval/fit-hokuyo/ (the fitting set) and eval/held-setouchi/ (a held-out set), which have corpora of their own.
 
 Fast and offline: reads the JSONL files and the corpus, never runs the engine.
 """
@@ -26,11 +26,13 @@ KINDS = {
     "multi_part",
     "follow_up",
 }
-# Per set: its id prefix, its least number of questions and its kinds (the others have no literal ones).
+# Per set: its id prefix, its least number of questions and its kinds (sample-docs-2 and fit-hokuyo have no
+# literal ones).
 SETS = {
     "sample-docs": ("sd", 100, KINDS),
     "sample-docs-2": ("s2", 90, KINDS - {"literal"}),
     "fit-hokuyo": ("fh", 160, KINDS - {"literal"}),
+    "held-setouchi": ("hs", 160, KINDS),
 }
 # Sets whose corpus/ is a copy of sample_docs/; the others have twelve documents of their own.
 SAMPLE_DOCS_COPIES = {"sample-docs", "sample-docs-2"}

@@ -1,9 +1,10 @@
 #!/usr/bin/env python3
 """Validates an evaluation set of this folder's schema; exits non-zero on any violation.
 
-Sets: eval/sample-docs and eval/sample-docs-2 (corpus: a byte-for-byte copy of sample_docs/, Minato Tech)
-and eval/fit-hokuyo (the fitting set, with its own corpus of Hokuyo Logistics documents, which must not
-share a file with sample_docs/). Every corpus is 12 Markdown/plain-text files, 7 Japanese and 5 English.
+Sets: eval/sample-docs and eval/sample-docs-2 (corpus: a byte-for-byte copy of sample_docs/, Minato Tech),
+eval/fit-hokuyo (the fitting set, with its own corpus of Hokuyo Logistics documents) and eval/held-setouchi
+(a held-out set with its own corpus of Setouchi Foods documents); the sets with their own corpus must not
+share a file with sample_docs/. Every corpus is 12 Markdown/plain-text files, 7 Japanese and 5 English.
 
 Usage: python check.py [SET_DIR]   (default: the folder this file is in)
 Standard library only. Adapted from ../../../shared/eval/business-dev/check.py (same schema; these
@@ -54,6 +55,18 @@ SETS = {
             "off_topic": 15,
             "multi_part": 20,
             "follow_up": 15,
+        },
+    ),
+    "held-setouchi": (
+        "hs-",
+        {
+            "literal": 20,
+            "paraphrase": 40,
+            "cross_language": 20,
+            "topic_mentioned_fact_absent": 25,
+            "off_topic": 15,
+            "multi_part": 20,
+            "follow_up": 20,
         },
     ),
 }
@@ -114,6 +127,26 @@ COMPANY_MARKERS = [
     "ゲストボード",
     "バースナビ",
     "ベネステーション",
+    # held-setouchi's company and systems
+    "setouchi",
+    "瀬戸内",
+    "せとうち",
+    "しおかぜ",
+    "shiokaze",
+    "カモメ精算",
+    "kamome seisan",
+    "たびしま",
+    "tabishima",
+    "nagidesk",
+    "nagi assist",
+    "uzushio",
+    "seto campus",
+    "ゲートノート",
+    "gate note",
+    "sf-qc",
+    "いこいパス",
+    "hareru work",
+    "sf-connect",
 ]
 
 errors: list[str] = []
