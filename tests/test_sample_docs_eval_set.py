@@ -1,5 +1,6 @@
 """Schema invariants of the evaluation sets eval/sample-docs/ and eval/sample-docs-2/ (over sample_docs/),
-eval/fit-hokuyo/ (the fitting set) and eval/held-setouchi/ (a held-out set), which have corpora of their own.
+eval/fit-hokuyo/ and eval/fit-minami/ (the fitting sets) and eval/held-setouchi/ (a held-out set), which have
+corpora of their own.
 
 Fast and offline: reads the JSONL files and the corpus, never runs the engine.
 """
@@ -32,6 +33,7 @@ SETS = {
     "sample-docs": ("sd", 100, KINDS),
     "sample-docs-2": ("s2", 90, KINDS - {"literal"}),
     "fit-hokuyo": ("fh", 160, KINDS - {"literal"}),
+    "fit-minami": ("fm", 160, KINDS - {"literal"}),
     "held-setouchi": ("hs", 160, KINDS),
 }
 # Sets whose corpus/ is a copy of sample_docs/; the others have twelve documents of their own.

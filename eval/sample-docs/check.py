@@ -2,8 +2,9 @@
 """Validates an evaluation set of this folder's schema; exits non-zero on any violation.
 
 Sets: eval/sample-docs and eval/sample-docs-2 (corpus: a byte-for-byte copy of sample_docs/, Minato Tech),
-eval/fit-hokuyo (the fitting set, with its own corpus of Hokuyo Logistics documents) and eval/held-setouchi
-(a held-out set with its own corpus of Setouchi Foods documents); the sets with their own corpus must not
+eval/fit-hokuyo and eval/fit-minami (the fitting sets, with their own corpora of Hokuyo Logistics and Minami
+Hotels documents) and eval/held-setouchi (a held-out set with its own corpus of Setouchi Foods
+documents); the sets with their own corpus must not
 share a file with sample_docs/. Every corpus is 12 Markdown/plain-text files, 7 Japanese and 5 English.
 
 Usage: python check.py [SET_DIR]   (default: the folder this file is in)
@@ -48,6 +49,17 @@ SETS = {
     ),
     "fit-hokuyo": (
         "fh-",
+        {
+            "paraphrase": 60,
+            "cross_language": 25,
+            "topic_mentioned_fact_absent": 25,
+            "off_topic": 15,
+            "multi_part": 20,
+            "follow_up": 15,
+        },
+    ),
+    "fit-minami": (
+        "fm-",
         {
             "paraphrase": 60,
             "cross_language": 25,
@@ -127,6 +139,22 @@ COMPANY_MARKERS = [
     "ゲストボード",
     "バースナビ",
     "ベネステーション",
+    # fit-minami's company and systems
+    "minami",
+    "南ホテルズ",
+    "ミナミ",
+    "hibis",
+    "ハイビス",
+    "sango",
+    "サンゴpms",
+    "deigo",
+    "デイゴ",
+    "kuroshio",
+    "スタッフステイ",
+    "みなみネット",
+    "南友会",
+    "keywave",
+    "mh-crew",
     # held-setouchi's company and systems
     "setouchi",
     "瀬戸内",
