@@ -308,3 +308,26 @@ async def test_the_extra_sentence_adds_the_asked_phrase_not_only_its_words() -> 
     # The lead's 「1時間以内」 holds 時間 already: 「受付から5営業日」 adds 受付 as much as the hours
     # line does, but only the hours line holds 受付時間.
     assert "2100" in answer.text and "9:00〜18:30" in answer.text and "5営業日" not in answer.text
+
+
+HOUSING = Chunk(
+    id="benefits#7",
+    file="benefits.md",
+    title="福利厚生ガイド",
+    headers=["福利厚生ガイド", "住宅手当"],
+    text=(
+        "社宅に入居していない正社員に、毎月次の住宅手当を支給する。\n\n"
+        "| 区分 | 月額 |\n|---|---|\n"
+        "| 世帯主で扶養家族がいる | ¥16,000 |\n| 世帯主で単身 | ¥9,500 |\n| 世帯主ではない | ¥2,000 |\n"
+    ),
+)
+
+
+async def test_a_sentence_announcing_a_table_brings_its_rows() -> None:
+    composer = ExtractiveComposer(FlatStats(term_extractor()), max_chars=300)
+    kept = [GradedChunk(chunk=HOUSING, score=0.9, kept=True)]
+    answer = await composer.generate("社宅に入居していない正社員の住宅手当は？", "ja", kept, [])
+    # Led by 「次の住宅手当を支給する」, which says nothing without its table: every row, as a list,
+    # in the table's order, as a list's items are (a table's rows were not brought so before).
+    assert "\n- 区分: 世帯主で単身; 月額: ¥9,500" in answer.text
+    assert answer.text.index("¥16,000") < answer.text.index("¥9,500") < answer.text.index("¥2,000")

@@ -24,7 +24,7 @@ from crag.text.lang import detect_language
 from crag.text.overlap import WeightedQuery, term_pairs
 from crag.text.parts import question_parts
 from crag.text.question import asks_for_number, has_number
-from crag.text.sentences import LIST_ITEM, split_sentences
+from crag.text.sentences import LIST_ITEM, is_table_row, split_sentences
 from crag.text.stats import TermStats
 from texts import REFUSAL, t
 
@@ -69,7 +69,7 @@ class _Candidate:
     score: float
     whole: bool = False  # a whole web snippet rather than one sentence
     features: list[float] | None = None  # what the score weighs (None: shares nothing with the question)
-    item: bool = False  # a list item (its marker removed from text)
+    item: bool = False  # a list item (its marker removed from text), or a table's row
     listed: bool = False  # quoted as an item of the list the previous sentence introduces
     terms: frozenset[str] = frozenset()  # the sentence's own terms (what it adds to the answer)
     pairs: frozenset[tuple[str, str]] = frozenset()  # its phrases (term_pairs)
@@ -300,7 +300,7 @@ class ExtractiveComposer:
                     order,
                     score,
                     features=x,
-                    item=bool(marker),
+                    item=bool(marker) or is_table_row(sentence),
                     terms=terms,
                     pairs=term_pairs(ordered),
                 )

@@ -83,6 +83,14 @@ def sentence_ends(text: str) -> list[int]:
     return sorted({m.end() for m in _ENDS.finditer(text)})
 
 
+# A table row as _row_sentence writes it, with two cells at least: 「区分: 世帯主で単身; 月額: ¥10,800」.
+_TABLE_ROW = re.compile(r"^[^;:\n]+: [^;\n]*(?:; [^;:\n]+: [^;\n]*)+$")
+
+
+def is_table_row(sentence: str) -> bool:
+    return bool(_TABLE_ROW.match(sentence))
+
+
 def _row_sentence(header: list[str], cells: list[str]) -> str:
     pairs = []
     for i, cell in enumerate(cells):
