@@ -331,3 +331,26 @@ async def test_a_sentence_announcing_a_table_brings_its_rows() -> None:
     # in the table's order, as a list's items are (a table's rows were not brought so before).
     assert "\n- 区分: 世帯主で単身; 月額: ¥9,500" in answer.text
     assert answer.text.index("¥16,000") < answer.text.index("¥9,500") < answer.text.index("¥2,000")
+
+
+REMOTE_DAYS = Chunk(
+    id="remote#2",
+    file="remote.txt",
+    title="Remote work rules",
+    headers=["Remote work rules"],
+    text=(
+        "Remote days. Eligible staff may work remotely up to 5 days in each calendar month. "
+        "Remote work is not allowed on Mondays, because of the weekly meeting.\n\n"
+        "Typhoons. When a storm warning closes the office, everyone works from home, and the day is not "
+        "counted as one of your remote days.\n\nContacts. General Affairs, extension 5110."
+    ),
+)
+
+
+async def test_a_paragraphs_label_lends_its_words_to_the_sentence_it_heads_and_is_not_quoted() -> None:
+    composer = ExtractiveComposer(FlatStats(term_extractor()), max_chars=300)
+    kept = [GradedChunk(chunk=REMOTE_DAYS, score=0.8, kept=True)]
+    answer = await composer.generate("does a typhoon day use up one of my remote days?", "en", kept, [])
+    # A label was a sentence of its own: "Contacts." was quoted as the one after the best, saying nothing.
+    assert "When a storm warning closes the office" in answer.text and "not counted" in answer.text
+    assert "Contacts." not in answer.text and "Typhoons." not in answer.text

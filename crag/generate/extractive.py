@@ -39,6 +39,12 @@ _INTRODUCES_LIST = re.compile(
     r"次の|以下の|下記の|以下のとおり|次のとおり|following|as follows|[:：]\s*$", re.I
 )
 _MAX_ITEMS = 6
+# A plain-text paragraph's lead-in label: "Typhoons.", "Parking at the head office." (a few words, no
+# verb of a sentence).
+_LABEL = re.compile(
+    r"^(?!.*\b(?:is|are|was|were|be|been|may|must|can|cannot|will|should|not|do|does|did|has|have|had)\b)"
+    r"[A-Z][A-Za-z&/' -]{0,40}\.$"
+)
 # The share of the question's information a second sentence must add to be quoted for it.
 MIN_GAIN = 0.2
 # Search engines cut snippets at about 300-320 characters.
@@ -246,6 +252,7 @@ class ExtractiveComposer:
                     kinds,
                     (meaning or {}).get(c.id, {}),
                     frozenset(tokens.lead_terms),
+                    labels=True,
                 )
             )
         for w in web:
@@ -280,10 +287,20 @@ class ExtractiveComposer:
         kinds: frozenset[str],
         meaning: dict[str, float] | None = None,
         lead: frozenset[str] = frozenset(),  # terms of the sentence the first one goes on from
+        labels: bool = False,  # a document's: its paragraphs may lead with a label
     ) -> list[_Candidate]:
         out = []
         before = lead
+        label: tuple[str, Sequence[str]] | None = None  # the paragraph's label, before its sentence
         for order, (sentence, ordered, follows) in enumerate(split):  # terms: features, complement
+            if labels and _is_label(sentence):
+                # 「Typhoons.」 leading a paragraph names what it is about and says nothing alone: its
+                # words count as the sentence it heads' own, and it is not quoted (a label quoted
+                # with it only took the room of another sentence).
+                label, before = (sentence, ordered), frozenset(ordered)
+                continue
+            ordered = [*label[1], *ordered] if label is not None else ordered
+            label = None
             terms = frozenset(ordered)
             carried = before if follows else frozenset()
             x = self._features(query, sentence, terms, context, order, weight, kinds, meaning, carried)
@@ -485,6 +502,10 @@ def _framed(query: WeightedQuery, own: frozenset[str], context: float) -> Weight
     """The query with the terms not in `own` weighing `context` times as much."""
     weights = {t: w if t in own else w * context for t, w in query.weights.items()}
     return replace(query, weights=weights, total=sum(weights.values()))
+
+
+def _is_label(sentence: str) -> bool:
+    return len(sentence.split()) <= 5 and bool(_LABEL.match(sentence))
 
 
 def _items(intro: _Candidate, candidates: list[_Candidate], budget: int) -> list[_Candidate]:
