@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from crag.generate.extractive import FOLLOWS, KIND, SENTENCE_WEIGHTS, ExtractiveComposer
 from crag.models import Chunk, GradedChunk, WebResult
 from crag.text.stats import FlatStats
@@ -323,12 +325,14 @@ HOUSING = Chunk(
 )
 
 
-async def test_a_sentence_announcing_a_table_brings_its_rows() -> None:
+@pytest.mark.parametrize("question", ["社宅に入居していない正社員の住宅手当は？", "住宅手当は月いくら？"])
+async def test_a_sentence_announcing_a_table_brings_its_rows(question: str) -> None:
     composer = ExtractiveComposer(FlatStats(term_extractor()), max_chars=300)
     kept = [GradedChunk(chunk=HOUSING, score=0.9, kept=True)]
-    answer = await composer.generate("社宅に入居していない正社員の住宅手当は？", "ja", kept, [])
-    # Led by 「次の住宅手当を支給する」, which says nothing without its table: every row, as a list,
-    # in the table's order, as a list's items are (a table's rows were not brought so before).
+    answer = await composer.generate(question, "ja", kept, [])
+    # 「次の住宅手当を支給する」 says nothing without its table: every row, as a list, in the table's
+    # order, as a list's items are, whether it leads or a row does (before, a table's rows were not
+    # brought so; one or two were quoted as extras, and the asker's could be left out).
     assert "\n- 区分: 世帯主で単身; 月額: ¥9,500" in answer.text
     assert answer.text.index("¥16,000") < answer.text.index("¥9,500") < answer.text.index("¥2,000")
 

@@ -421,12 +421,20 @@ class ExtractiveComposer:
             if len(chosen) == 3 or cand not in picks:  # at most one runner-up
                 break
         # An extra that announces a list brings it, in the room left (「次の休暇と旅行券を付与する。」
-        # holds nothing itself), unless another chosen sentence follows it in its passage.
+        # holds nothing itself), unless another chosen sentence, not one of its items, follows it in
+        # its passage. Items chosen already are part of it: the lead 「世帯主ではない; 月額: ¥2,700」
+        # and the extra 「毎月次の住宅手当を支給する。」 bring the table's other rows.
         for cand in chosen[1:]:
-            if not any(c.source == cand.source and c.order > cand.order for c in chosen):
-                items = _items(cand, candidates, budget)
-                chosen += items
-                budget -= sum(len(c.text) + 3 for c in items)
+            after = [c for c in chosen if c.source == cand.source and c.order > cand.order]
+            if all(c.item for c in after):
+                paid = sum(len(c.text) + 3 for c in after)
+                items = _items(cand, candidates, budget + paid)
+                if all(c in items for c in after):
+                    chosen += [c for c in items if c not in chosen]
+                    budget -= sum(len(c.text) + 3 for c in items) - paid
+                else:  # the room left does not hold the list with the items chosen: as they were
+                    for c in items:
+                        c.listed = False
         return chosen
 
     def _complement(
