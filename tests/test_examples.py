@@ -84,8 +84,8 @@ async def test_the_readme_examples_are_answered(engine: CragEngine, question: st
 @pytest_asyncio.fixture(scope="module", loop_scope="module")  # one engine, on one loop, for all
 async def with_vectors(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[CragEngine]:
     # What every later user meets: the index's vectors built, the semantic grader and composer. The
-    # vectors come from the shared cache (data/vectors/, as ./run.sh fills it): about a minute and a
-    # half on 2 cores the first time, nothing after.
+    # vectors come from the shared cache (data/vectors/, as ./run.sh fills it): about 70 s on 2 cores
+    # the first time, nothing after.
     settings = CragSettings(
         CRAG_DOCS_DIR=str(SAMPLES),
         CRAG_INDEX_DIR=str(tmp_path_factory.mktemp("idx")),

@@ -291,16 +291,15 @@ class ExtractiveComposer:
     ) -> list[_Candidate]:
         out = []
         before = lead
-        label: tuple[str, Sequence[str]] | None = None  # the paragraph's label, before its sentence
+        label: Sequence[str] = ()  # the terms of the paragraph's label, before its first sentence
         for order, (sentence, ordered, follows) in enumerate(split):  # terms: features, complement
             if labels and _is_label(sentence):
                 # 「Typhoons.」 leading a paragraph names what it is about and says nothing alone: its
                 # words count as the sentence it heads' own, and it is not quoted (a label quoted
                 # with it only took the room of another sentence).
-                label, before = (sentence, ordered), frozenset(ordered)
+                label, before = ordered, frozenset(ordered)
                 continue
-            ordered = [*label[1], *ordered] if label is not None else ordered
-            label = None
+            ordered, label = [*label, *ordered], ()
             terms = frozenset(ordered)
             carried = before if follows else frozenset()
             x = self._features(query, sentence, terms, context, order, weight, kinds, meaning, carried)
@@ -399,7 +398,7 @@ class ExtractiveComposer:
         items = _items(best, candidates, budget)
         if items:
             # "…次のいずれかに該当する場合に限り認められます。" says nothing without its list.
-            return [best, *items]
+            return [best, *_listed(items)]
         runner_up = [c for c in ranked if c is not best and c.score > 0 and c.score >= 0.5 * best.score]
         # A sentence holding question words the best one lacks comes first: 「内線と受付時間は？」
         # is answered by 「内線2100」 and 「受付時間：平日9:00〜18:30」, not by two about the extension.
@@ -429,12 +428,9 @@ class ExtractiveComposer:
             if all(c.item for c in after):
                 paid = sum(len(c.text) + 3 for c in after)
                 items = _items(cand, candidates, budget + paid)
-                if all(c in items for c in after):
-                    chosen += [c for c in items if c not in chosen]
+                if all(c in items for c in after):  # else the room left does not hold them all
+                    chosen += [c for c in _listed(items) if c not in chosen]
                     budget -= sum(len(c.text) + 3 for c in items) - paid
-                else:  # the room left does not hold the list with the items chosen: as they were
-                    for c in items:
-                        c.listed = False
         return chosen
 
     def _complement(
@@ -451,7 +447,7 @@ class ExtractiveComposer:
             (
                 query.coverage(best.terms | c.terms) - have,
                 c.features[KIND] if c.features else 0.0,
-                query.phrase_coverage(best.pairs | c.pairs) - phrased,
+                query.phrase_coverage(best.pairs, c.pairs) - phrased,
                 c,
             )
             for c in candidates
@@ -516,9 +512,16 @@ def _is_label(sentence: str) -> bool:
     return len(sentence.split()) <= 5 and bool(_LABEL.match(sentence))
 
 
+def _listed(items: list[_Candidate]) -> list[_Candidate]:
+    """The items, marked as quoted under the sentence announcing them (shown as a list)."""
+    for cand in items:
+        cand.listed = True
+    return items
+
+
 def _items(intro: _Candidate, candidates: list[_Candidate], budget: int) -> list[_Candidate]:
     """The items of the list `intro` announces (the list items right after it, when it reads like
-    「次の…」 / "the following" / a closing colon), whole, as many as fit in `budget`, marked listed."""
+    「次の…」 / "the following" / a closing colon), whole, as many as fit in `budget`."""
     if not _INTRODUCES_LIST.search(intro.text):
         return []
     after = sorted(
@@ -528,7 +531,6 @@ def _items(intro: _Candidate, candidates: list[_Candidate], budget: int) -> list
     for i, cand in enumerate(after[:_MAX_ITEMS]):
         if not cand.item or cand.order != intro.order + 1 + i or len(cand.text) + 3 > budget:
             break
-        cand.listed = True
         items.append(cand)
         budget -= len(cand.text) + 3  # "\n- "
     return items

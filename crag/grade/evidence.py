@@ -121,4 +121,4 @@ def features(query: WeightedQuery, chunk: ChunkSpans, number_wanted: bool) -> Fe
 
 def phrase_share(query: WeightedQuery, window: list[Span]) -> float:
     """Weighted share of the question's consecutive term pairs that stand together in the window."""
-    return query.phrase_coverage(frozenset().union(*(span.pairs for span in window)))
+    return query.phrase_coverage(*(span.pairs for span in window))

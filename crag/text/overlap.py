@@ -29,15 +29,15 @@ class WeightedQuery:
             return True
         return any(all(x in present for x in alt) for alt in self.alternatives.get(term, ()))
 
-    def phrase_coverage(self, pairs: frozenset[tuple[str, str]]) -> float:
-        """Weighted share of the question's consecutive term pairs standing together among `pairs`
-        (term_pairs of a text): 「受付時間」 asked is found in 「受付時間：平日9:00〜」, not in 「受付
-        から5営業日」 beside 「1時間以内」."""
+    def phrase_coverage(self, *pairs: frozenset[tuple[str, str]]) -> float:
+        """Weighted share of the question's consecutive term pairs standing together in one of the
+        texts whose term_pairs are given: 「受付時間」 asked is found in 「受付時間：平日9:00〜」, not in
+        「受付から5営業日」 beside 「1時間以内」."""
         total = hit = 0.0
         for a, b in pairwise(self.weights):
             weight = self.weights[a] + self.weights[b]
             total += weight
-            if term_pair(a, b) in pairs:
+            if any(term_pair(a, b) in found for found in pairs):
                 hit += weight
         return hit / total if total > 0 else 0.0
 

@@ -3,9 +3,9 @@
 
 Sets: eval/sample-docs and eval/sample-docs-2 (corpus: a byte-for-byte copy of sample_docs/, Minato Tech),
 eval/fit-hokuyo and eval/fit-minami (the fitting sets, with their own corpora of Hokuyo Logistics and Minami
-Hotels documents) and eval/held-setouchi (a held-out set with its own corpus of Setouchi Foods
-documents); the sets with their own corpus must not
-share a file with sample_docs/. Every corpus is 12 Markdown/plain-text files, 7 Japanese and 5 English.
+Hotels documents) and eval/held-setouchi (a held-out set with its own corpus of Setouchi Foods documents);
+a set with a corpus of its own must not share a file with sample_docs/. Every corpus is 12
+Markdown/plain-text files, 7 Japanese and 5 English.
 
 Usage: python check.py [SET_DIR]   (default: the folder this file is in)
 Standard library only. Adapted from ../../../shared/eval/business-dev/check.py (same schema; these
