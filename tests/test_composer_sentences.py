@@ -304,7 +304,8 @@ HOURS = Chunk(
 
 
 async def test_the_extra_sentence_adds_the_asked_phrase_not_only_its_words() -> None:
-    composer = ExtractiveComposer(FlatStats(term_extractor()), max_chars=300)
+    # Room for the lead and one more sentence: the complement, chosen before the runners-up.
+    composer = ExtractiveComposer(FlatStats(term_extractor()), max_chars=110)
     kept = [GradedChunk(chunk=LOSS, score=0.8, kept=True), GradedChunk(chunk=HOURS, score=0.75, kept=True)]
     answer = await composer.generate("ITヘルプデスクの内線と受付時間は？", "ja", kept, [])
     # The lead's 「1時間以内」 holds 時間 already: 「受付から5営業日」 adds 受付 as much as the hours
@@ -358,3 +359,22 @@ async def test_a_paragraphs_label_lends_its_words_to_the_sentence_it_heads_and_i
     # A label was a sentence of its own: "Contacts." was quoted as the one after the best, saying nothing.
     assert "When a storm warning closes the office" in answer.text and "not counted" in answer.text
     assert "Contacts." not in answer.text and "Typhoons." not in answer.text
+
+
+def _bike_rule(n: int, text: str) -> GradedChunk:
+    chunk = Chunk(id=f"bikes#{n}", file=f"bikes-{n}.md", title="Bikes", headers=["Bikes"], text=text)
+    return GradedChunk(chunk=chunk, score=0.9 - 0.1 * n, kept=True)
+
+
+async def test_two_sentences_chosen_for_their_score_alone_are_quoted_when_there_is_room() -> None:
+    composer = ExtractiveComposer(FlatStats(term_extractor()), max_chars=300)
+    kept = [
+        _bike_rule(0, "Staff may park bikes at the head office in the basement bike room."),
+        _bike_rule(1, "Bikes parked at the head office need a sticker from General Affairs."),
+        _bike_rule(2, "Head office bike parking closes at 22:00 on weekdays."),
+    ]
+    answer = await composer.generate("can i park my bike at the head office?", "en", kept, [])
+    # Each sentence repeats the question's words, so none adds to another's: the second and the
+    # third best are both chosen for their score (one runner-up only, the closing time was lost).
+    assert "basement" in answer.text and "sticker" in answer.text and "22:00" in answer.text
+    assert len(answer.text) <= 300

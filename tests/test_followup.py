@@ -50,6 +50,12 @@ PREVIOUS = [Turn(question="What are the core hours at the head office?", answer=
         "親が2人とも要介護なんだけど、その場合は？",
         "課長だったら？",
         "ワインも出したら？",
+        # "that" pointing back, in a question of any length (the issue lists it / that / それ / その).
+        "does that change if I'm looking after a parent who needs care at home?",
+        "so can I still book a meeting room at the plants on that day?",
+        "is that ok?",
+        # A new condition as a statement: 「…なんだけど」.
+        "うち子ども3人なんだけど",
     ],
 )
 def test_elliptical_or_referring_questions_lean_on_the_previous_turn(question: str) -> None:
@@ -66,6 +72,10 @@ def test_elliptical_or_referring_questions_lean_on_the_previous_turn(question: s
         "パスワードは何文字以上にする必要がありますか？",
         "ラオスの首都は？",
         "産後パパ育休と通常の育休、申出はそれぞれいつまで？",
+        # "that" opening a relative clause or a clause of its own points at nothing before.
+        "Where do I find the form that HR sends to new staff about core hours?",
+        "Is the rule that we must badge in at the plants still valid?",
+        "Does it mean that I lose my unused paid leave days at year end?",
     ],
 )
 def test_self_contained_questions_stand_alone(question: str) -> None:

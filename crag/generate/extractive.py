@@ -45,6 +45,13 @@ _LABEL = re.compile(
     r"^(?!.*\b(?:is|are|was|were|be|been|may|must|can|cannot|will|should|not|do|does|did|has|have|had)\b)"
     r"[A-Z][A-Za-z&/' -]{0,40}\.$"
 )
+# An answer quotes at most this many sentences besides a list's items, of which at most MAX_RUNNERS_UP
+# are chosen for their score alone (after the complement and the sentence after the lead). Two rather
+# than one: the second-best sentence of a passage is often the answer the best one only introduces
+# (chosen on sample-docs, fit-hokuyo, fit-minami, jsquad-dev and squad-dev: 8 more answers holding the
+# gold, none fewer; answers about 15-25 characters longer on average).
+MAX_SENTENCES = 4
+MAX_RUNNERS_UP = 2
 # The share of the question's information a second sentence must add to be quoted for it.
 MIN_GAIN = 0.2
 # Search engines cut snippets at about 300-320 characters.
@@ -370,9 +377,9 @@ class ExtractiveComposer:
         focus: WeightedQuery | None = None,  # what an extra sentence must add to (default: query)
     ) -> list[_Candidate]:
         """The best sentence, the one after it (answers often follow the sentence that matches the
-        question), then the next best sentence, as long as the answer, citation markers and source
-        titles included, stays within the budget. A sentence too long for what is left is cut down
-        to the clauses around its question terms."""
+        question), then the next best sentences (at most MAX_RUNNERS_UP), as long as the answer,
+        citation markers and source titles included, stays within the budget. A sentence too long
+        for what is left is cut down to the clauses around its question terms."""
         if not candidates:
             return []
         best = lead if lead is not None else max(candidates, key=lambda c: c.score)
@@ -404,6 +411,7 @@ class ExtractiveComposer:
         # is answered by 「内線2100」 and 「受付時間：平日9:00〜18:30」, not by two about the extension.
         complement = self._complement(focus or query, best, candidates)
         picks = [*complement, *following[:1]]
+        runners = 0
         for cand in picks + runner_up:
             if cand in chosen:
                 continue
@@ -417,7 +425,8 @@ class ExtractiveComposer:
             chosen.append(cand)
             budget = room - len(cand.text)
             titled.add(cand.source)
-            if len(chosen) == 3 or cand not in picks:  # at most one runner-up
+            runners += cand not in picks
+            if len(chosen) == MAX_SENTENCES or runners == MAX_RUNNERS_UP:
                 break
         # An extra that announces a list brings it, in the room left (「次の休暇と旅行券を付与する。」
         # holds nothing itself), unless another chosen sentence, not one of its items, follows it in

@@ -24,6 +24,15 @@ _POINTERS = re.compile(
 )
 # Referring phrases that hold in a question of any length: 「その場合」「そのとき」.
 _STRONG = re.compile(r"その場合|そのとき|その時|その際|それ以外|同じ条件|\bthat\s*[?？.!]*\s*$")
+# "that" pointing at what was said ("does that change if …", "on that day", "is that ok?"): after a
+# verb or a preposition and not opening a clause of its own. After a noun it is a relative pronoun
+# ("the form that HR sends"), before a subject a conjunction ("does it mean that I …").
+_THAT = re.compile(
+    r"\b(?:does|do|did|is|was|are|will|would|can|could|should|about|for|with|on|in|at|of|to|from|"
+    r"after|before|during|like|than|change|changes|affect|affects|cover|covers|apply|mean|count|include)"
+    r"\s+that\b(?!\s+(?:i|you|we|they|he|she|it|there|the|a|an|my|our|your|his|her|their|this|is|was)\b)",
+    re.I,
+)
 # "it" as a dummy subject ("is it ok to …", "it is allowed to …") points at nothing.
 _DUMMY_IT = re.compile(
     r"\b(?:is|was|would|will)\s+it\s+(?:ok|okay|possible|allowed|fine|true|necessary)\b|\bit\s+(?:is|'s)\s+\w+\s+to\b",
@@ -31,8 +40,10 @@ _DUMMY_IT = re.compile(
 )
 # A short Japanese question ending in 「…だと？」「…の場合は？」「…だったら？」 asks about a new case of
 # the topic.
+# A short statement ending in 「…なんだけど」「…んですが」 gives the previous question a new condition.
 _JA_CASE = re.compile(
-    r"(?:だと|なら|たら|場合は|ときは|時は|のほうは|の方は|も同じ)[？?]?\s*$|だと[^、。]{0,6}[？?]\s*$"
+    r"(?:だと|なら|たら|場合は|ときは|時は|のほうは|の方は|も同じ)[？?]?\s*$|だと[^、。]{0,6}[？?]\s*$|"
+    r"(?:んだ|んです|なんだ|なんです)(?:けど|けれど|が)[…。.!！]*\s*$"
 )
 _JA_TOPIC_ONLY = re.compile(r"は[？?]\s*$")
 
@@ -43,7 +54,7 @@ def leans_on_previous(question: str, history: Sequence[Turn] = (), content_words
     if not history:
         return False
     text = unicodedata.normalize("NFKC", question).strip()
-    if _OPENERS.search(text) or _STRONG.search(text):
+    if _OPENERS.search(text) or _STRONG.search(text) or _THAT.search(text):
         return True
     # A pointer in a long question usually points inside it ("… bin it right away?"); in a short
     # one, at the previous turn.
