@@ -76,6 +76,9 @@ def test_elliptical_or_referring_questions_lean_on_the_previous_turn(question: s
         "Where do I find the form that HR sends to new staff about core hours?",
         "Is the rule that we must badge in at the plants still valid?",
         "Does it mean that I lose my unused paid leave days at year end?",
+        # "that" pointing at what the question itself said first.
+        "I'm 2 hours short on my flex time this month, will that come out of my pay?",
+        "do I need to bring lunch money on my first day or is that covered?",
     ],
 )
 def test_self_contained_questions_stand_alone(question: str) -> None:

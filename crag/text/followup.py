@@ -33,6 +33,17 @@ _THAT = re.compile(
     r"\s+that\b(?!\s+(?:i|you|we|they|he|she|it|there|the|a|an|my|our|your|his|her|their|this|is|was)\b)",
     re.I,
 )
+# Where a question says something first ("… this month, will that come out of my pay?", "… on my
+# first day or is that covered?"), its "that" points at what it said.
+_SAID_BEFORE = re.compile(r"[,.;:!?、。，]|\b(?:or|and|but)\b", re.I)
+
+
+def _points_back(text: str) -> bool:
+    """A "that" pointing at the previous turn: not at what the question said before it."""
+    found = _THAT.search(text)
+    return found is not None and not _SAID_BEFORE.search(text[: found.start()])
+
+
 # "it" as a dummy subject ("is it ok to …", "it is allowed to …") points at nothing.
 _DUMMY_IT = re.compile(
     r"\b(?:is|was|would|will)\s+it\s+(?:ok|okay|possible|allowed|fine|true|necessary)\b|\bit\s+(?:is|'s)\s+\w+\s+to\b",
@@ -54,7 +65,7 @@ def leans_on_previous(question: str, history: Sequence[Turn] = (), content_words
     if not history:
         return False
     text = unicodedata.normalize("NFKC", question).strip()
-    if _OPENERS.search(text) or _STRONG.search(text) or _THAT.search(text):
+    if _OPENERS.search(text) or _STRONG.search(text) or _points_back(text):
         return True
     # A pointer in a long question usually points inside it ("… bin it right away?"); in a short
     # one, at the previous turn.
