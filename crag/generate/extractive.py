@@ -49,7 +49,7 @@ _LABEL = re.compile(
 # are chosen for their score alone (after the complement and the sentence after the lead). Two rather
 # than one: the second-best sentence of a passage is often the answer the best one only introduces
 # (chosen on sample-docs, fit-hokuyo, fit-minami, jsquad-dev and squad-dev: 8 more answers holding the
-# gold, none fewer; answers about 15-25 characters longer on average).
+# gold, none fewer; answers up to 24 characters longer on average).
 MAX_SENTENCES = 4
 MAX_RUNNERS_UP = 2
 # The share of the question's information a second sentence must add to be quoted for it.
