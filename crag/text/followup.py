@@ -50,11 +50,11 @@ _DUMMY_IT = re.compile(
     re.I,
 )
 # A short Japanese question ending in 「…だと？」「…の場合は？」「…だったら？」 asks about a new case of
-# the topic.
-# A short statement ending in 「…なんだけど」「…んですが」 gives the previous question a new condition.
+# the topic; a short statement ending in 「…なんだけど」「…んですが」 gives the previous question a new
+# condition.
 _JA_CASE = re.compile(
     r"(?:だと|なら|たら|場合は|ときは|時は|のほうは|の方は|も同じ)[？?]?\s*$|だと[^、。]{0,6}[？?]\s*$|"
-    r"(?:んだ|んです|なんだ|なんです)(?:けど|けれど|が)[…。.!！]*\s*$"
+    r"(?:んだ|んです)(?:けど|けれど|が)[…。.!！]*\s*$"
 )
 _JA_TOPIC_ONLY = re.compile(r"は[？?]\s*$")
 
