@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from crag.generate.extractive import FOLLOWS, KIND, SENTENCE_WEIGHTS, ExtractiveComposer
+from crag.generate.extractive import BOUND, FOLLOWS, KIND, SENTENCE_WEIGHTS, ExtractiveComposer
 from crag.models import Chunk, GradedChunk, WebResult
 from crag.text.stats import FlatStats
 from crag.text.tokenize import term_extractor
@@ -378,3 +378,32 @@ async def test_two_sentences_chosen_for_their_score_alone_are_quoted_when_there_
     # third best are both chosen for their score (one runner-up only, the closing time was lost).
     assert "basement" in answer.text and "sticker" in answer.text and "22:00" in answer.text
     assert len(answer.text) <= 300
+
+
+CAR = Chunk(
+    id="commuting#3",
+    file="commuting.txt",
+    title="Commuting and parking rules",
+    headers=["Commuting and parking rules", "Car allowance"],
+    text=(
+        "Staff who drive to work receive a monthly car allowance by the one-way distance.\n"
+        "- under 2 km: no allowance\n"
+        "- 2 km to under 5 km: JPY 4,200 a month\n"
+        "- 5 km to under 10 km: JPY 6,100 a month\n"
+        "- 10 km to under 15 km: JPY 8,400 a month\n"
+        "- 15 km to under 25 km: JPY 11,800 a month\n"
+        "- 25 km or more: JPY 15,900 a month"
+    ),
+)
+
+
+async def test_the_row_whose_bounds_hold_the_askers_own_quantity_leads() -> None:
+    composer = ExtractiveComposer(FlatStats(term_extractor()), max_chars=90)
+    kept = [GradedChunk(chunk=CAR, score=0.9, kept=True)]
+    answer = await composer.generate(
+        "I live about 12km from work and drive in, how much car allowance?", "en", kept, []
+    )
+    assert answer.text.lstrip().startswith("10 km to under 15 km: JPY 8,400"), answer.text
+    # Without a distance stated, no row is preferred for its numbers.
+    rows = await composer.sentence_rows("how much is the car allowance?", kept)
+    assert {x[BOUND] for _, x in rows} == {0.0}
