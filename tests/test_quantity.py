@@ -82,3 +82,8 @@ def test_an_amount_with_tax_is_compared_with_a_threshold_without_it() -> None:
     assert bound_fit(asked, "調達金額（税抜）: ¥100,000以上 ¥1,000,000未満; 必要な見積: 2社") == 0.0
     # Without a word on tax on either side, the amounts are compared as they are.
     assert bound_fit(stated("10.5万円のモニター"), "¥100,000以上 ¥1,000,000未満") == 1.0
+
+
+def test_a_calendar_year_is_not_a_length_of_time() -> None:
+    assert stated("1716年から1736年までの将軍は？") == ()
+    assert stated("勤続25年だと何日？") == (Quantity(25, "year"),)

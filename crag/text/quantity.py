@@ -84,7 +84,7 @@ def _read(match: re.Match[str]) -> Quantity | None:
         unit = "yen"
     elif unit is None and scale in ("万", "k"):
         unit = "yen"  # 「3万ちょい」, "45k": an amount of money
-    if unit is None or (unit == "year" and value >= 1900):  # 「2026年」 is a date
+    if unit is None or (unit == "year" and value >= 100):  # 「2026年」, 「1716年から」: a calendar year
         return None
     return Quantity(value, unit)
 
