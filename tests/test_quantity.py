@@ -87,3 +87,10 @@ def test_an_amount_with_tax_is_compared_with_a_threshold_without_it() -> None:
 def test_a_calendar_year_is_not_a_length_of_time() -> None:
     assert stated("1716年から1736年までの将軍は？") == ()
     assert stated("勤続25年だと何日？") == (Quantity(25, "year"),)
+
+
+def test_and_a_half_and_a_row_stating_the_very_quantity() -> None:
+    asked = stated("入社して丸5年半たったら有給何日になる？")
+    assert asked == (Quantity(5.5, "year"),)
+    assert bound_fit(asked, "勤続年数（基準日時点）: 5年6か月; 付与日数: 18日") == 1.0
+    assert bound_fit(asked, "勤続年数（基準日時点）: 4年6か月; 付与日数: 16日") == 0.0
