@@ -169,7 +169,7 @@ def _read_sentence(sentence: str) -> tuple[tuple[Bound, ...], tuple[Quantity, ..
             unit = upper.unit if upper else quantity.unit if quantity else None
             if upper is not None and unit == upper.unit:
                 # A bare first number takes the second's unit and scale: 「3〜5万円」 is 30,000 to 50,000.
-                low = quantity.value if quantity else _bare(match) * upper.value / _bare(nxt)
+                low = quantity.value if quantity else _bare(match) * upper.value / (_bare(nxt) or 1)
                 joiner = text[match.end() : nxt.start()].lower()
                 found.append(
                     Bound(unit, low=low, high=upper.value, high_open=bool(_OPEN_JOIN.search(joiner)))
@@ -213,8 +213,8 @@ def bound_fit(question_quantities: tuple[Quantity, ...], sentence: str) -> float
     """1 when the sentence bounds a quantity the question states and the quantity falls inside the
     bound ("12km" and "10 km to under 15 km"), or states that very quantity (「5年半」 and a table row
     「勤続年数: 5年6か月; 付与日数: 18日」); 0 otherwise. The point counts too: fit-minami +1, the other
-    fitted sets unchanged. A bound the quantity falls outside counts nothing: giving it half was tried
-    (fit-minami +1 -1, sample-docs-2 -1)."""
+    fitted sets unchanged. A bound the quantity falls outside counts nothing: half a point for it tied
+    on the fitted sets, and nothing is the simpler rule."""
     if not question_quantities:
         return 0.0
     basis = _tax(nfkc(sentence))
