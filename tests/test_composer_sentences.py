@@ -407,3 +407,24 @@ async def test_the_row_whose_bounds_hold_the_askers_own_quantity_leads() -> None
     # Without a distance stated, no row is preferred for its numbers.
     rows = await composer.sentence_rows("how much is the car allowance?", kept)
     assert {x[BOUND] for _, x in rows} == {0.0}
+
+
+HOME = Chunk(
+    id="remote#2",
+    file="remote_work_policy.txt",
+    title="Remote work policy",
+    headers=["Remote work policy", "Allowance"],
+    text=(
+        "Employees who work remotely at least four days in a calendar month receive a monthly remote "
+        "work allowance of JPY 3,500 for that month paid with the salary of the following month."
+    ),
+)
+
+
+async def test_a_cut_keeps_the_fact_of_the_asked_kind_the_sentence_holds() -> None:
+    composer = ExtractiveComposer(FlatStats(term_extractor()), max_chars=90)
+    kept = [GradedChunk(chunk=HOME, score=0.9, kept=True)]
+    answer = await composer.generate("do we get any money for working from home?", "en", kept, [])
+    # One clause, longer than the room: cut from its start, it ends before the amount.
+    assert "JPY 3,500" in answer.text, answer.text
+    assert "…" in answer.text and len(answer.text) <= 90

@@ -19,7 +19,7 @@ from crag.models import Citation, GeneratedAnswer, GradedChunk, WebResult
 from crag.protocols import TextSink
 from crag.text.bilingual import Translator, question_query
 from crag.text.chunk_terms import ChunkTermsMemo
-from crag.text.fact_kind import asked_kinds, kind_signal
+from crag.text.fact_kind import asked_kinds, kind_signal, kind_span
 from crag.text.lang import detect_language
 from crag.text.overlap import WeightedQuery, term_pairs
 from crag.text.parts import question_parts
@@ -91,6 +91,7 @@ class _Candidate:
     listed: bool = False  # quoted as an item of the list the previous sentence introduces
     terms: frozenset[str] = frozenset()  # the sentence's own terms (what it adds to the answer)
     pairs: frozenset[tuple[str, str]] = frozenset()  # its phrases (term_pairs)
+    kinds: frozenset[str] = frozenset()  # the kinds of fact the question asks for
 
 
 @dataclass
@@ -338,6 +339,7 @@ class ExtractiveComposer:
                     item=bool(marker) or is_table_row(sentence),
                     terms=terms,
                     pairs=term_pairs(ordered),
+                    kinds=kinds - {"number"},
                 )
             )
         return out
@@ -411,7 +413,9 @@ class ExtractiveComposer:
 
         budget = max_chars - overhead(best)
         if not best.whole:  # a snippet (at most WHOLE_SNIPPET_MAX) is quoted whole or not at all
-            best.text = self._compress(query, best.text, max(budget, MIN_EXCERPT), _holds_asked_number(best))
+            best.text = self._compress(
+                query, best.text, max(budget, MIN_EXCERPT), _holds_asked_number(best), best.kinds
+            )
         chosen = [best]
         budget -= len(best.text)
         titled.add(best.source)
@@ -433,7 +437,7 @@ class ExtractiveComposer:
             if len(cand.text) > room:
                 if room < MIN_EXCERPT or cand.whole:
                     continue
-                cand.text = self._compress(query, cand.text, room, _holds_asked_number(cand))
+                cand.text = self._compress(query, cand.text, room, _holds_asked_number(cand), cand.kinds)
                 if len(cand.text) > room:
                     continue
             chosen.append(cand)
@@ -479,7 +483,24 @@ class ExtractiveComposer:
         gain, _, _, cand = max(gains, key=lambda g: (*g[:3], g[3].score), default=(0.0, 0.0, 0.0, best))
         return [cand] if gain >= MIN_GAIN else []
 
-    def _compress(self, query: WeightedQuery, text: str, limit: int, keep_number: bool = False) -> str:
+    def _compress(
+        self,
+        query: WeightedQuery,
+        text: str,
+        limit: int,
+        keep_number: bool = False,
+        kinds: frozenset[str] = frozenset(),
+    ) -> str:
+        """_cut, unless the cut drops the fact of the asked kind the sentence holds ("…in a month
+        recei…" for "do we get any money for working from home?", the amount after the cut): then
+        the window of the sentence around that fact."""
+        cut = self._cut(query, text, limit, keep_number)
+        span = kind_span(text, kinds) if cut != text else None
+        if span is None or kind_signal(kinds, [cut]) > 0 or span[1] - span[0] + 2 > limit:
+            return cut
+        return _window(text, span, limit)
+
+    def _cut(self, query: WeightedQuery, text: str, limit: int, keep_number: bool = False) -> str:
         """A long sentence cut down to the run of clauses around the one holding most question
         terms (answers sit next to the words the question repeats), with … marking the cuts. With
         keep_number (the question asks for a number and the sentence holds one), the run is
@@ -640,6 +661,19 @@ def _glue(before: str) -> str:
 
 def _source_key(citation: Citation) -> str:
     return f"file:{citation.file}" if citation.kind == "document" else f"web:{citation.url or citation.title}"
+
+
+def _window(text: str, span: tuple[int, int], limit: int) -> str:
+    """The text around span, at most limit characters with the … marking each cut, starting at a word
+    where the text has spaces."""
+    room = limit - 2  # the marks
+    start = max(0, min(span[0] - (room - (span[1] - span[0])) // 2, len(text) - room))
+    if start > 0 and " " in text[start : span[0]]:
+        start = text.index(" ", start, span[0]) + 1
+    end = min(len(text), start + room)
+    if end < len(text) and " " in text[span[1] : end]:
+        end = text.rindex(" ", span[1], end)
+    return ("…" if start > 0 else "") + text[start:end].strip() + ("…" if end < len(text) else "")
 
 
 def _trim(text: str, max_chars: int) -> str:

@@ -193,3 +193,26 @@ def kind_signal(kinds: frozenset[str], texts: list[str]) -> float:
     if not kinds:
         return 0.0
     return 1.0 if any(holds_kind(t, k) for t in texts for k in kinds) else -1.0
+
+
+def kind_span(text: str, kinds: frozenset[str]) -> tuple[int, int] | None:
+    """Where in the text the first fact of an asked kind is, or None when it holds none."""
+    # Normalized character by character, to map a match back to the text (「…」 becomes "...").
+    pieces = [nfkc(ch) for ch in text]
+    starts = [0]
+    for piece in pieces:
+        starts.append(starts[-1] + len(piece))
+    normal = "".join(pieces)
+    spans = [
+        found.span()
+        for kind in kinds
+        if not kind.startswith("count:") and kind in _TEXT
+        if (found := _TEXT[kind].search(normal))
+    ]
+    if not spans:
+        return None
+    start, end = min(spans)
+    # The characters whose normalized forms the match starts in and ends in.
+    first = max(i for i, at in enumerate(starts[:-1]) if at <= start)
+    last = max(i for i, at in enumerate(starts[:-1]) if at < end)
+    return first, last + 1
