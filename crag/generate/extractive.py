@@ -495,8 +495,10 @@ class ExtractiveComposer:
         recei…" for "do we get any money for working from home?", the amount after the cut): then
         the window of the sentence around that fact."""
         cut = self._cut(query, text, limit, keep_number)
-        span = kind_span(text, kinds) if cut != text else None
-        if span is None or kind_signal(kinds, [cut]) > 0 or span[1] - span[0] + 2 > limit:
+        if cut == text or not kinds or kind_signal(kinds, [cut]) > 0:
+            return cut
+        span = kind_span(text, kinds)
+        if span is None or span[1] - span[0] + 2 > limit:
             return cut
         return _window(text, span, limit)
 

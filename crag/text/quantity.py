@@ -71,8 +71,7 @@ class Bound:
 
 
 def _read(match: re.Match[str]) -> Quantity | None:
-    raw = match.group("num").lower()
-    value = float(_WORDS[raw]) if raw in _WORDS else float(raw.replace(",", ""))
+    value = _bare(match)
     scale = (match.group("scale") or "").lower()
     unit = next((key for key in _UNITS if match.group(key)), None)
     spelled = (match.group("yen") or "") if unit == "yen" else ""
@@ -146,13 +145,19 @@ _TOGETHER = re.compile(r"^\s?(?:and|かつ|、|,)?\s?$", _I)
 
 def bounds(sentence: str) -> tuple[Bound, ...]:
     """The bounds a sentence sets on quantities: "under 2 km", "10 km to under 15 km", 「3万円以上」."""
-    return _read_sentence(sentence)[0]
+    return _read_sentence(sentence).bounds
+
+
+@dataclass(frozen=True)
+class _Sentence:
+    bounds: tuple[Bound, ...]
+    points: tuple[Quantity, ...]  # the quantities it states outside any bound (a row's 「5年6か月」)
+    tax: str | None  # whether its amounts include ("in") or exclude ("ex") consumption tax
 
 
 @lru_cache(maxsize=8192)
-def _read_sentence(sentence: str) -> tuple[tuple[Bound, ...], tuple[Quantity, ...]]:
-    """The sentence's bounds, and the quantities it states outside any bound (a table row's
-    「5年6か月」)."""
+def _read_sentence(sentence: str) -> _Sentence:
+    """What a sentence says of quantities: its bounds, its points, and the tax its amounts count."""
     text = _normalized(sentence)
     matches = list(_QUANTITY.finditer(text))
     found: list[Bound] = []
@@ -201,7 +206,7 @@ def _read_sentence(sentence: str) -> tuple[tuple[Bound, ...], tuple[Quantity, ..
             else:
                 found.append(Bound(quantity.unit, high=quantity.value, high_open=is_open))
             low_end = match.end() + (hit.end() if table is _AFTER else 0)
-    return tuple(found), tuple(points)
+    return _Sentence(tuple(found), tuple(points), _tax(text))
 
 
 def _bare(match: re.Match[str]) -> float:
@@ -217,14 +222,16 @@ def bound_fit(question_quantities: tuple[Quantity, ...], sentence: str) -> float
     on the fitted sets, and nothing is the simpler rule."""
     if not question_quantities:
         return 0.0
-    basis = _tax(nfkc(sentence))
-    for bound in bounds(sentence):
+    read = _read_sentence(sentence)
+    basis = read.tax
+    for bound in read.bounds:
         for quantity in question_quantities:
             value = quantity.value
             if quantity.tax and basis and quantity.tax != basis:
                 value = value / (1 + CONSUMPTION_TAX) if basis == "ex" else value * (1 + CONSUMPTION_TAX)
             if quantity.unit == bound.unit and bound.holds(value):
                 return 1.0
-    said = _read_sentence(sentence)[1]
-    same = any(q.unit == p.unit and abs(q.value - p.value) < 0.01 for q in question_quantities for p in said)
+    same = any(
+        q.unit == p.unit and abs(q.value - p.value) < 0.01 for q in question_quantities for p in read.points
+    )
     return 1.0 if same else 0.0
