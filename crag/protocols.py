@@ -33,6 +33,11 @@ class QueryRewriter(Protocol):
         the plants?"), or unchanged when it stands alone. Grading and the answer read this."""
         ...
 
+    def with_previous(self, question: str, history: Sequence[Turn]) -> str:
+        """The question read after the previous turn's, though nothing in it points back: the
+        engine's second reading when, taken alone, the documents have nothing for it."""
+        ...
+
     async def rewrite_missing(
         self, question: str, history: Sequence[Turn], missing: Sequence[str], used: Sequence[str]
     ) -> list[str]:

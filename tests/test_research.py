@@ -118,6 +118,9 @@ class _InventiveRewriter:
     def standalone(self, question: str, history: Sequence[Turn]) -> str:
         return str(self.inner.standalone(question, history))
 
+    def with_previous(self, question: str, history: Sequence[Turn]) -> str:
+        return str(self.inner.with_previous(question, history))
+
     async def rewrite_missing(
         self, question: str, history: Sequence[Turn], missing: Sequence[str], used: Sequence[str]
     ) -> list[str]:
@@ -187,3 +190,63 @@ async def test_a_passage_answering_one_part_is_kept_at_its_grade_for_that_part(t
     assert by_part == {"remote_work.md": (0.9, 0.1), "facilities.md": (0.1, 0.9)}
     assert result.branch is Branch.CORRECT and result.missing_parts == []
     assert "3,000" in result.answer and "bay B" in result.answer
+
+
+class _ConversationGrader:
+    """The canteen passage answers "can I pay by card?" only as read after a question about the
+    canteen; alone, the card question holds a little evidence in it (its own word "pay") and an
+    unrelated question none."""
+
+    name = "conversation"
+
+    async def grade(self, question: str, chunks: Sequence[Chunk]) -> list[float]:
+        canteen = "canteen" in question.lower()
+        own = 0.2 if "pay" in question.lower() else 0.0
+        return [(0.85 if canteen else own) if c.file == "canteen.md" else 0.0 for c in chunks]
+
+
+AFTER_CANTEEN = [Turn(question="When does the canteen open?", answer="At 11:30 on weekdays.")]
+
+
+def _conversation_engine(tmp_path: Path) -> CragEngine:
+    base = make_engine(tmp_path)
+    return CragEngine(
+        base.rewriter, base.retriever, _ConversationGrader(), base.web, base.generator, base.config
+    )
+
+
+async def test_a_question_that_leaves_its_subject_unsaid_is_read_after_the_previous_one(
+    tmp_path: Path,
+) -> None:
+    # Nothing in "Can I pay by card?" points back, and alone it finds nothing: in a conversation it
+    # is read after the previous question, and that reading's passage is kept.
+    engine = _conversation_engine(tmp_path)
+    result = await engine.run("Can I pay by card?", AFTER_CANTEEN)
+    assert len(result.queries) == 2 and "canteen" in result.queries[1]
+    assert result.branch is Branch.CORRECT and result.cited_files == ["canteen.md"]
+    # The first question of a conversation has no previous one to lean on.
+    alone = await engine.run("Can I pay by card?")
+    assert alone.branch is Branch.INCORRECT and len(alone.queries) == 1
+
+
+async def test_an_unrelated_question_is_not_answered_from_the_previous_topic(tmp_path: Path) -> None:
+    # Read after the canteen question, "Who wrote Hamlet?" finds the canteen passage again, graded on
+    # the canteen question's words; it holds no evidence of the question's own, so it is not kept.
+    result = await _conversation_engine(tmp_path).run("Who wrote Hamlet?", AFTER_CANTEEN)
+    assert len(result.queries) == 2  # the second reading was tried
+    assert result.branch is Branch.INCORRECT
+    assert not any(g.kept for g in result.graded) and result.cited_files == []
+
+
+class _HalfGrader(_ConversationGrader):
+    async def grade(self, question: str, chunks: Sequence[Chunk]) -> list[float]:
+        return [min(x, 0.6) for x in await super().grade(question, chunks)]  # ambiguous at best
+
+
+async def test_the_web_is_searched_for_the_question_as_read_after_the_previous_one(tmp_path: Path) -> None:
+    base = make_engine(tmp_path, **NO_WEB)
+    engine = CragEngine(base.rewriter, base.retriever, _HalfGrader(), base.web, base.generator, base.config)
+    result = await engine.run("Can I pay by card?", AFTER_CANTEEN)
+    await base.close()
+    assert result.branch is Branch.AMBIGUOUS and result.cited_files == ["canteen.md"]
+    assert "canteen" in result.web_query and "card" in result.web_query  # not "pay card" alone

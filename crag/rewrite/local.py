@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from crag.models import Turn
-from crag.text.followup import in_context, leans_on_previous
+from crag.text.followup import in_context, leans_on_previous, with_previous
 from crag.text.tokenize import TermExtractor
 
 
@@ -28,6 +28,9 @@ class LocalKeywordRewriter:
         if not history:  # a first question stands alone: no tokenizing on that path
             return question
         return in_context(question, history, len(self._extractor.keywords(question)))
+
+    def with_previous(self, question: str, history: Sequence[Turn]) -> str:
+        return with_previous(question, history)
 
     async def rewrite_for_web(self, question: str, history: Sequence[Turn]) -> str:
         return await self.rewrite(question, history)

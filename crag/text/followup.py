@@ -82,6 +82,13 @@ def in_context(question: str, history: Sequence[Turn], content_words: int | None
     """The question as read with the turns it leans on (the previous questions first), or as it is."""
     if not leans_on_previous(question, history, content_words):
         return question
+    return with_previous(question, history)
+
+
+def with_previous(question: str, history: Sequence[Turn]) -> str:
+    """The question read after the previous one, whether or not it points back at it."""
+    if not history:
+        return question
     # The previous question may itself have been a follow-up: read it in its own context too (one step).
     previous = history[-1].question
     if len(history) > 1 and leans_on_previous(previous, history[:-1]):
