@@ -285,6 +285,32 @@ async def test_history_reaches_the_engine_and_kinds_reach_the_results(
     assert isinstance(rows[0]["confidently_wrong"], bool)
 
 
+def test_after_previous_asks_the_set_as_one_conversation(tmp_path: Path) -> None:
+    from crag.eval.dataset import after_previous, load_dataset
+
+    data = tmp_path / "set"
+    (data / "corpus").mkdir(parents=True)
+    rows = [
+        {"id": "a", "question": "first?", "in_corpus": False, "expected_branch": "incorrect"},
+        {"id": "b", "question": "second?", "in_corpus": False, "expected_branch": "incorrect"},
+        {
+            "id": "c",
+            "question": "and then?",
+            "in_corpus": False,
+            "expected_branch": "incorrect",
+            "history": [{"question": "own earlier turn", "answer": "x"}],
+        },
+        {"id": "d", "question": "fourth?", "in_corpus": False, "expected_branch": "incorrect"},
+    ]
+    (data / "questions.jsonl").write_text("\n".join(json.dumps(r) for r in rows), "utf-8")
+    dataset = load_dataset(data)
+    chained = after_previous(dataset)
+    histories = [[t.question for t in q.history or []] for q in chained.questions]
+    # Each question without its own history comes after the one before it; a written one is kept.
+    assert histories == [[], ["first?"], ["own earlier turn"], ["and then?"]]
+    assert dataset.questions[1].history is None  # the set as loaded is unchanged
+
+
 def test_sweep_shows_the_confidently_wrong_trade_off() -> None:
     records = [
         _rec(branch="correct", scores=[0.95], answer="42"),  # right, graded high

@@ -19,7 +19,7 @@ from pathlib import Path
 from tqdm import tqdm
 
 from crag.eval.compare import RunError, as_markdown, as_text, compare_runs
-from crag.eval.dataset import load_dataset
+from crag.eval.dataset import after_previous, load_dataset
 from crag.eval.metrics import sweep
 from crag.eval.report import kind_table, write_report
 from crag.eval.runner import evaluate
@@ -67,12 +67,19 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, required=True, help="output folder (index, results, report)")
     parser.add_argument("--limit", type=int, default=None, help="evaluate only the first N questions")
     parser.add_argument("--sweep", action="store_true", help="report routing for other threshold pairs")
+    parser.add_argument(
+        "--after-previous",
+        action="store_true",
+        help="ask each question without a history after the one before it in the file, as one conversation",
+    )
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     if args.limit is not None and args.limit < 1:
         parser.error("--limit must be at least 1")
     try:
         dataset = load_dataset(args.dataset)
+        if args.after_previous:
+            dataset = after_previous(dataset)
         settings = CragSettings()
     except (FileNotFoundError, ValueError) as exc:
         print(f"error: {exc}", file=sys.stderr)

@@ -62,6 +62,21 @@ def load_dataset(root: Path) -> Dataset:
     return Dataset(root=root, questions=questions, web_fixtures=fixtures)
 
 
+def after_previous(dataset: Dataset) -> Dataset:
+    """The set asked as one conversation: each question without a history of its own comes after
+    the question before it in the file (its answer unknown, as the local rewriter never reads it).
+    Most neighbours are unrelated, so this measures whether a question that stands alone is still
+    answered as it stands when a conversation came before it."""
+    questions = list(dataset.questions)
+    chained = [
+        q
+        if q.history or i == 0
+        else q.model_copy(update={"history": [Turn(question=questions[i - 1].question, answer="")]})
+        for i, q in enumerate(questions)
+    ]
+    return dataset.model_copy(update={"questions": chained})
+
+
 def _lines(path: Path) -> list[str]:
     return [line for line in path.read_text("utf-8").splitlines() if line.strip()]
 
