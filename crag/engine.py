@@ -357,6 +357,7 @@ class _Turn:
         Juliet?" finds the previous topic's passages again, graded on the previous question's words."""
         read = self.route(await self.grade(await self.read_with_previous(s)))
         if read.kept and max(await self.scores(s.question, read.kept)) >= OWN_EVIDENCE:
+            self.turn.notice(Notice.READ_WITH_PREVIOUS)
             return read
         return replace(s, queries=read.queries, rounds=read.rounds, tried_previous=True)
 

@@ -28,10 +28,14 @@ class Stage(StrEnum):
 
 
 class Notice(StrEnum):
-    """Something went less well than configured; the card says so (texts/catalog.toml: notice.<value>)."""
+    """Something the reader should know about how the answer was made, mostly that it went less well
+    than configured; the card says so (texts/catalog.toml: notice.<value>)."""
 
     LLM_FALLBACK = "llm_fallback"  # the language model failed: a local provider stood in
     SEARCH_FAILED = "search_failed"  # the document index could not be searched
+    # Nothing in the question pointed back, yet it was answered as read after the previous one: the
+    # reader sees why an answer about the earlier topic came (crag/engine.py lean_on_previous).
+    READ_WITH_PREVIOUS = "read_with_previous"
 
 
 class Chunk(BaseModel):

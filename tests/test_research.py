@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from cards.answer_card import answer_card
 from crag.engine import CragEngine
 from crag.factory import build_engine, open_local_index
 from crag.models import Branch, Chunk, Stage, Turn
@@ -224,6 +225,10 @@ async def test_a_question_that_leaves_its_subject_unsaid_is_read_after_the_previ
     result = await engine.run("Can I pay by card?", AFTER_CANTEEN)
     assert len(result.queries) == 2 and "canteen" in result.queries[1]
     assert result.branch is Branch.CORRECT and result.cited_files == ["canteen.md"]
+    # The card says how it was read: the reader asked nothing about the canteen.
+    assert result.notices == ["read_with_previous"]
+    notes = [b["text"] for b in answer_card(result, "en")["body"] if b.get("isSubtle")]
+    assert "Answered as a follow-up to your previous question." in notes
     # The first question of a conversation has no previous one to lean on.
     alone = await engine.run("Can I pay by card?")
     assert alone.branch is Branch.INCORRECT and len(alone.queries) == 1
@@ -234,7 +239,7 @@ async def test_an_unrelated_question_is_not_answered_from_the_previous_topic(tmp
     # the canteen question's words; it holds no evidence of the question's own, so it is not kept.
     result = await _conversation_engine(tmp_path).run("Who wrote Hamlet?", AFTER_CANTEEN)
     assert len(result.queries) == 2  # the second reading was tried
-    assert result.branch is Branch.INCORRECT
+    assert result.branch is Branch.INCORRECT and result.notices == []
     assert not any(g.kept for g in result.graded) and result.cited_files == []
 
 
