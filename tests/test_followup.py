@@ -56,6 +56,12 @@ PREVIOUS = [Turn(question="What are the core hours at the head office?", answer=
         "is that ok?",
         # A new condition as a statement: 「…なんだけど」.
         "うち子ども3人なんだけど",
+        # Discourse markers that carry the conversation on, opening or closing it.
+        "but what if I'm off sick that week?",
+        "oh wait, I work at the Kumamoto plant",
+        "i'm on the night shift btw",
+        "is the shuttle free tho?",
+        "でも土日はどうなる？",
     ],
 )
 def test_elliptical_or_referring_questions_lean_on_the_previous_turn(question: str) -> None:
@@ -76,6 +82,9 @@ def test_elliptical_or_referring_questions_lean_on_the_previous_turn(question: s
         "Where do I find the form that HR sends to new staff about core hours?",
         "Is the rule that we must badge in at the plants still valid?",
         "Does it mean that I lose my unused paid leave days at year end?",
+        # The markers as parts of other words.
+        "Buttons on the welcome card do nothing, why?",
+        "Waiting list for the company dorm at the plants?",
         # "that" pointing at what the question itself said first.
         "I'm 2 hours short on my flex time this month, will that come out of my pay?",
         "do I need to bring lunch money on my first day or is that covered?",
@@ -84,6 +93,13 @@ def test_elliptical_or_referring_questions_lean_on_the_previous_turn(question: s
 def test_self_contained_questions_stand_alone(question: str) -> None:
     assert not leans_on_previous(question, PREVIOUS, content_words=5)
     assert in_context(question, PREVIOUS, 5) == question
+
+
+@pytest.mark.parametrize("question", ["by when?", "いつまで？", "how much tho?", "なんで？"])
+def test_a_question_of_no_content_word_leans_on_the_previous_turn(question: str) -> None:
+    # Nothing of its own to search for: "by when?" asks about what was just asked.
+    assert leans_on_previous(question, PREVIOUS, content_words=0)
+    assert not leans_on_previous(question, [], content_words=0)
 
 
 def test_without_history_nothing_leans() -> None:

@@ -12,9 +12,9 @@ from crag.models import Turn
 
 # Opening words that carry the conversation on: "and …", "what about …", 「じゃあ…」「その場合…」.
 _OPENERS = re.compile(
-    r"^\s*(?:(?:ok(?:ay)?|got it|nice|thanks|great|i see|cool)\b[\s,.!]*)?"
-    r"(?:and\b|also\b|what about\b|how about\b|what if\b|then\b|same\b|"
-    r"じゃあ|じゃ、|では|それなら|それって|それで|あと|ちなみに|なら|で、|その場合|そのとき|その時|同じ)",
+    r"^\s*(?:(?:ok(?:ay)?|got it|nice|thanks|great|i see|cool|oh)\b[\s,.!]*)?"
+    r"(?:and\b|also\b|what about\b|how about\b|what if\b|then\b|same\b|but\b|wait\b|btw\b|by the way\b|"
+    r"じゃあ|じゃ、|では|それなら|それって|それで|あと|ちなみに|なら|で、|その場合|そのとき|その時|同じ|でも|あ、でも)",
     re.I,
 )
 # Words that point back at something the previous turn named.
@@ -22,6 +22,8 @@ _POINTERS = re.compile(
     r"(それ(?!ぞれ)|その(?!日|後|他|ほか|まま)|そこ|あれ|同じ|こっち|そっち|"
     r"\b(?:[iI]ts?|[tT]hose|[tT]hem|the same|this one|that one)\b)",
 )
+# A closing "btw" / "tho" adds to what was said before: "i'm on the night shift btw".
+_CLOSERS = re.compile(r"\b(?:btw|tho)\s*[?？.!]*\s*$", re.I)
 # Referring phrases that hold in a question of any length: 「その場合」「そのとき」.
 _STRONG = re.compile(r"その場合|そのとき|その時|その際|それ以外|同じ条件|\bthat\s*[?？.!]*\s*$")
 # "that" pointing at what was said ("does that change if …", "on that day", "is that ok?"): after a
@@ -65,7 +67,10 @@ def leans_on_previous(question: str, history: Sequence[Turn] = (), content_words
     if not history:
         return False
     text = unicodedata.normalize("NFKC", question).strip()
-    if _OPENERS.search(text) or _STRONG.search(text) or _points_back(text):
+    # A question of no content word of its own ("by when?", 「いつまで？」) has nothing else to ask about.
+    if content_words == 0 and text:
+        return True
+    if _OPENERS.search(text) or _CLOSERS.search(text) or _STRONG.search(text) or _points_back(text):
         return True
     # A pointer in a long question usually points inside it ("… bin it right away?"); in a short
     # one, at the previous turn.

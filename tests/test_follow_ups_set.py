@@ -1,0 +1,33 @@
+"""The follow-ups evaluation set (eval/follow-ups/): loadable, every question has its earlier turn,
+and every gold is in its document."""
+
+from __future__ import annotations
+
+import json
+import unicodedata
+from pathlib import Path
+
+import pytest
+
+from crag.eval.dataset import load_dataset
+
+ROOT = Path(__file__).resolve().parent.parent
+SET = ROOT / "eval" / "follow-ups"
+
+
+@pytest.mark.parametrize("name", ["fit-minami", "fit-hokuyo"])
+def test_each_half_loads_over_its_corpus_with_its_history_and_golds(name: str) -> None:
+    folder = SET / name
+    assert (folder / "corpus").resolve() == (ROOT / "eval" / name / "corpus").resolve()
+    dataset = load_dataset(folder)
+    assert len(dataset.questions) == 30
+    assert all(q.kind == "follow_up" and q.history for q in dataset.questions)
+    rows = [json.loads(line) for line in (folder / "questions.jsonl").read_text("utf-8").splitlines()]
+    assert len({r["id"] for r in rows}) == len(rows)
+    forms = [line.split("\t") for line in (folder / "forms.tsv").read_text("utf-8").splitlines()]
+    assert [f[0] for f in forms] == [r["id"] for r in rows]
+    for row in rows:
+        text = unicodedata.normalize("NFKC", (folder / "corpus" / row["gold_file"]).read_text("utf-8"))
+        assert row["answers"], row["id"]
+        for gold in row["answers"]:
+            assert unicodedata.normalize("NFKC", gold) in text, (row["id"], gold)
