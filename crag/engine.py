@@ -341,22 +341,27 @@ class _Turn:
         return self.e.config.research_ambiguous and s.branch is Branch.AMBIGUOUS and s.rounds == 0
 
     def wants_previous(self, s: TurnState) -> bool:
-        """A question that seemed to stand alone, with nothing in the documents for it: in a
-        conversation it may leave its subject unsaid (「服装って何か決まってる？」 right after a question
-        about the freezer area). Read after the previous question, it is searched once more."""
-        return (
-            bool(s.history)
-            and not s.tried_previous
-            and s.standalone == s.question
-            and s.branch is Branch.INCORRECT
-        )
+        """A question that seemed to stand alone, with nothing in the documents for it, or too short
+        to tell and only partly answered: in a conversation it may leave its subject unsaid
+        (「服装って何か決まってる？」 right after a question about the freezer area, 「返事くるまでどれくらい
+        かかる？」 after one about installing software). Read after the previous question, it is
+        searched once more."""
+        if not s.history or s.tried_previous or s.standalone != s.question:
+            return False
+        if s.branch is Branch.INCORRECT:
+            return True
+        return s.branch is Branch.AMBIGUOUS and self.e.rewriter.may_lean(s.question, s.history)
 
     async def lean_on_previous(self, s: TurnState) -> TurnState:
         """The question read after the previous one, searched and graded, when some passage found
         that way also bears on the question's own words: read after anything, "who wrote Romeo and
         Juliet?" finds the previous topic's passages again, graded on the previous question's words."""
         read = self.route(await self.grade(await self.read_with_previous(s)))
-        if read.kept and max(await self.scores(s.question, read.kept)) >= OWN_EVIDENCE:
+        # Only a better answer than the question alone found: "VPN?" after a question about leave
+        # finds its VPN passages alone, better graded than the leave passages read after it.
+        alone = max((g.score for g in s.graded), default=0.0)
+        better = bool(read.kept) and read.kept[0].score > alone
+        if better and max(await self.scores(s.question, read.kept)) >= OWN_EVIDENCE:
             self.turn.notice(Notice.READ_WITH_PREVIOUS)
             return read
         return replace(s, queries=read.queries, rounds=read.rounds, tried_previous=True)

@@ -33,6 +33,11 @@ class QueryRewriter(Protocol):
         the plants?"), or unchanged when it stands alone. Grading and the answer read this."""
         ...
 
+    def may_lean(self, question: str, history: Sequence[Turn]) -> bool:
+        """Whether a question that does not point back is too short to be sure it stands alone
+        (「返事くるまでどれくらいかかる？」): the engine then tries it read after the previous one too."""
+        ...
+
     def with_previous(self, question: str, history: Sequence[Turn]) -> str:
         """The question read after the previous turn's, though nothing in it points back: the
         engine's second reading when, taken alone, the documents have nothing for it."""

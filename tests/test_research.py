@@ -122,6 +122,9 @@ class _InventiveRewriter:
     def with_previous(self, question: str, history: Sequence[Turn]) -> str:
         return str(self.inner.with_previous(question, history))
 
+    def may_lean(self, question: str, history: Sequence[Turn]) -> bool:
+        return bool(self.inner.may_lean(question, history))
+
     async def rewrite_missing(
         self, question: str, history: Sequence[Turn], missing: Sequence[str], used: Sequence[str]
     ) -> list[str]:
@@ -255,3 +258,47 @@ async def test_the_web_is_searched_for_the_question_as_read_after_the_previous_o
     await base.close()
     assert result.branch is Branch.AMBIGUOUS and result.cited_files == ["canteen.md"]
     assert "canteen" in result.web_query and "card" in result.web_query  # not "pay card" alone
+
+
+class _TableGrader:
+    """Grades from a table: (a word the question holds, file) -> grade; the first matching word wins."""
+
+    name = "table"
+
+    def __init__(self, table: dict[str, dict[str, float]]) -> None:
+        self.table = table
+
+    async def grade(self, question: str, chunks: Sequence[Chunk]) -> list[float]:
+        row = next((r for word, r in self.table.items() if word in question.lower()), {})
+        return [row.get(c.file, 0.0) for c in chunks]
+
+
+def _table_engine(tmp_path: Path, table: dict[str, dict[str, float]]) -> CragEngine:
+    base = make_engine(tmp_path)
+    return CragEngine(
+        base.rewriter, base.retriever, _TableGrader(table), base.web, base.generator, base.config
+    )
+
+
+async def test_a_one_word_question_only_partly_answered_is_tried_after_the_previous_one(
+    tmp_path: Path,
+) -> None:
+    # "Weekdays?" alone finds the canteen passage only partly answering it (0.45); read after the
+    # canteen question, it answers it (0.85) and holds evidence of its own word: that reading is kept.
+    engine = _table_engine(tmp_path, {"canteen": {"canteen.md": 0.85}, "weekdays": {"canteen.md": 0.45}})
+    result = await engine.run("Weekdays?", AFTER_CANTEEN)
+    assert result.queries == ["Weekdays", "canteen open Weekdays"]
+    assert result.branch is Branch.CORRECT and result.notices == ["read_with_previous"]
+    # Only a question of one content word at most is too short to tell; a longer one names its subject.
+    assert engine.rewriter.may_lean("Cards?", AFTER_CANTEEN)
+    assert not engine.rewriter.may_lean("Do they take cards at the kiosk?", AFTER_CANTEEN)
+    assert not engine.rewriter.may_lean("Cards?", [])
+
+
+async def test_a_one_word_question_better_answered_alone_stays_alone(tmp_path: Path) -> None:
+    # "Parking?" alone finds the parking passage (0.6); read after the canteen question the best
+    # passage is worse (0.55): the question keeps its own reading.
+    table = {"canteen": {"canteen.md": 0.55, "facilities.md": 0.5}, "parking": {"facilities.md": 0.6}}
+    result = await _table_engine(tmp_path, table).run("Parking?", AFTER_CANTEEN)
+    assert len(result.queries) == 2 and result.notices == []  # tried, not kept
+    assert result.branch is Branch.AMBIGUOUS and result.cited_files == ["facilities.md"]

@@ -37,6 +37,9 @@ class LlmRewriter:
         # grading and the answer need no second call to know what a follow-up asks.
         return self._fallback.standalone(question, history)
 
+    def may_lean(self, question: str, history: Sequence[Turn]) -> bool:
+        return self._fallback.may_lean(question, history)
+
     def with_previous(self, question: str, history: Sequence[Turn]) -> str:
         return self._fallback.with_previous(question, history)
 

@@ -29,6 +29,10 @@ class LocalKeywordRewriter:
             return question
         return in_context(question, history, len(self._extractor.keywords(question)))
 
+    def may_lean(self, question: str, history: Sequence[Turn]) -> bool:
+        # One content word at most: 「返事」, "delivery" name no subject of their own.
+        return bool(history) and len(self._extractor.keywords(question)) <= 1
+
     def with_previous(self, question: str, history: Sequence[Turn]) -> str:
         return with_previous(question, history)
 
