@@ -6,8 +6,9 @@ Each step is a small method taking the turn's state and returning a new one; `_r
 order and is the whole flow. Routing (crag/routing.py) decides the branch. Re-search (seed 002,
 DESIGN §3 step 5) runs while a part of the question has no answering passage, or the best passage is
 only ambiguous, and the rewriter has a query not tried yet: at most `research_rounds` times. In a
-conversation, a question that seemed to stand alone and found nothing is first read after the
-previous question (a subject left unsaid), kept only where it bears on its own words too. The
+conversation, a question that seemed to stand alone and found nothing (or, too short to tell, only a
+partial answer) is first read after the previous question (a subject left unsaid), kept only when
+that reading answers better and bears on the question's own words too. The
 engine only sees the provider protocols; which LLM, index or web search is behind them is the
 factory's business. Every turn returns one CragResult, whatever fails along the way.
 

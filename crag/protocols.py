@@ -40,7 +40,8 @@ class QueryRewriter(Protocol):
 
     def with_previous(self, question: str, history: Sequence[Turn]) -> str:
         """The question read after the previous turn's, though nothing in it points back: the
-        engine's second reading when, taken alone, the documents have nothing for it."""
+        engine's second reading when, taken alone, the documents have nothing (or, for a question
+        too short to tell, only a partial answer) for it."""
         ...
 
     async def rewrite_missing(
