@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import json
-import unicodedata
 from pathlib import Path
 
 import pytest
 
 from crag.eval.dataset import load_dataset
+from tests.eval_sets import rows_with_golds_in_documents
 
 ROOT = Path(__file__).resolve().parent.parent
 SET = ROOT / "eval" / "asker-numbers"
@@ -20,11 +19,5 @@ def test_each_half_loads_over_its_corpus_and_its_golds_are_in_their_documents(na
     assert (folder / "corpus").resolve() == (ROOT / "eval" / name / "corpus").resolve()
     dataset = load_dataset(folder)
     assert len(dataset.questions) == 18
-    rows = [json.loads(line) for line in (folder / "questions.jsonl").read_text("utf-8").splitlines()]
-    assert len({r["id"] for r in rows}) == len(rows)
+    rows = rows_with_golds_in_documents(folder)
     assert sum(r["lang"] == "ja" for r in rows) == 9
-    for row in rows:
-        text = unicodedata.normalize("NFKC", (folder / "corpus" / row["gold_file"]).read_text("utf-8"))
-        assert row["answers"], row["id"]
-        for gold in row["answers"]:
-            assert unicodedata.normalize("NFKC", gold) in text, (row["id"], gold)

@@ -3,13 +3,12 @@ and every gold is in its document."""
 
 from __future__ import annotations
 
-import json
-import unicodedata
 from pathlib import Path
 
 import pytest
 
 from crag.eval.dataset import load_dataset
+from tests.eval_sets import rows_with_golds_in_documents
 
 ROOT = Path(__file__).resolve().parent.parent
 SET = ROOT / "eval" / "follow-ups"
@@ -22,12 +21,6 @@ def test_each_half_loads_over_its_corpus_with_its_history_and_golds(name: str) -
     dataset = load_dataset(folder)
     assert len(dataset.questions) == 30
     assert all(q.kind == "follow_up" and q.history for q in dataset.questions)
-    rows = [json.loads(line) for line in (folder / "questions.jsonl").read_text("utf-8").splitlines()]
-    assert len({r["id"] for r in rows}) == len(rows)
+    rows = rows_with_golds_in_documents(folder)
     forms = [line.split("\t") for line in (folder / "forms.tsv").read_text("utf-8").splitlines()]
     assert [f[0] for f in forms] == [r["id"] for r in rows]
-    for row in rows:
-        text = unicodedata.normalize("NFKC", (folder / "corpus" / row["gold_file"]).read_text("utf-8"))
-        assert row["answers"], row["id"]
-        for gold in row["answers"]:
-            assert unicodedata.normalize("NFKC", gold) in text, (row["id"], gold)
