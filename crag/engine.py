@@ -267,13 +267,14 @@ class _Turn:
             s = await self.step("grade", self.grade, s)
             s = self.route(s)
             while self.wants_research(s):
-                if self.web_task is None and not self.wants_previous(s):
+                lean = self.wants_previous(s)
+                if self.web_task is None and not lean:
                     # The web is likely needed after all: search it while the documents are searched
                     # again, so re-search adds no time to the web branches (dropped if it succeeds).
                     # Not while the question may yet be read after the previous one.
                     self.start_web(s)
                 await self.stage(Stage.RESEARCHING)
-                s = await self.step("research", self.research, s)
+                s = await self.step("research", self.lean_on_previous if lean else self.research, s)
                 s = await self.step("grade", self.grade, s)
                 s = self.route(s)
             if self.e.policy.needs_web(s.branch):
@@ -389,8 +390,6 @@ class _Turn:
         )
 
     async def research(self, s: TurnState) -> TurnState:
-        if self.wants_previous(s):
-            return await self.lean_on_previous(s)
         targets = list(s.missing) or [s.standalone]
         queries = await self.e.rewriter.rewrite_missing(s.standalone, s.history, targets, s.queries)
         queries = [q for q in queries if q not in s.queries][: len(targets)]
