@@ -150,3 +150,21 @@ def test_chat_shorthand_and_hyphenated_spellings_match_the_documents_words() -> 
     assert t.terms("office wifi password") == t.terms("office Wi-Fi password")
     assert t.terms("Wi-Fiのパスワード")[0] == t.terms("wifi")[0]
     assert t.terms("send an e-mail") == t.terms("send an email")
+
+
+def test_a_compound_verb_matches_the_noun_documents_write() -> None:
+    t = term_extractor()
+    # People ask with the verb, documents state the rule with its noun.
+    assert "申し込み" in t.terms("それいつ申し込める？")  # a potential form, of a 五段 verb in む
+    assert "申し込み" in t.terms("申込みは毎年4月と10月")
+    assert "取り消し" in t.terms("予約って取り消したい") and "取り消し" in t.terms("取消しの手続き")
+    assert "受け付け" in t.terms("土日も受け付けてもらえる？")  # 一段
+    assert "受け付け" in t.terms("受付は平日のみ")
+    assert "持ち帰り" in t.terms("家に持ち帰れる？")  # the potential of a 五段 verb in る
+    assert "繰り越し" in t.terms("有休って繰り越せる？") and "繰り越し" in t.terms("年次有給休暇の繰越し")
+    # The verb is read as its noun alone: its parts (持つ, 帰る; 申す, 込める) say little. A simple verb
+    # stays a verb, and compound nouns are still read as their parts.
+    assert t.terms("持ち帰って洗濯する") == ["持ち帰り", "洗濯"]
+    assert t.terms("それいつ申し込める？") == ["申し込み"]
+    assert t.terms("休暇を申請する") == ["休暇", "申請"]
+    assert t.terms("会議室を使う") == ["会議", "室", "使う"]

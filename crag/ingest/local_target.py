@@ -52,7 +52,7 @@ from crag.text.tokenize import term_extractor
 log = logging.getLogger(__name__)
 
 # Bump when tokenization or chunking changes so that old indexes are rebuilt, not misread.
-INDEX_FORMAT = 14
+INDEX_FORMAT = 15
 # Each chunk's terms, kept so that the next build reuses an unchanged file without tokenizing it.
 TOKENS_FILE = "tokens.jsonl"
 

@@ -1,8 +1,9 @@
 """Content terms of Japanese and English text, for indexing, grading and sentence selection.
 
-Sudachi (mode A: short units, so compounds match their parts) segments both languages. Japanese
-words are reduced to Sudachi's normalized form (よば -> 呼ぶ); Latin-script words are lowercased
-and Snowball-stemmed (Sudachi's normalized form would turn English into katakana). Function words
+Sudachi (mode A: short units, so compounds match their parts) segments both languages; a compound
+verb is the one exception, read as its noun (申し込める -> 申し込み, see _nominal). Japanese words
+are reduced to Sudachi's normalized form (よば -> 呼ぶ); Latin-script words are lowercased and
+Snowball-stemmed (Sudachi's normalized form would turn English into katakana). Function words
 (particles, auxiliaries, pronouns, symbols, stop words) are dropped: they carry no topic.
 """
 
@@ -193,7 +194,7 @@ _PIECES_LIMIT = 100_000
 # Bump whenever the rules above change the terms a text is turned into: the lexicon's keys are such
 # terms (a lexicon made under other rules is remade by scripts/bootstrap.sh), and so are a local
 # index's (crag/ingest/local_target.py INDEX_FORMAT is bumped with it).
-TERMS_VERSION = 3
+TERMS_VERSION = 4
 
 WordKind = Literal["proper", "noun", "number", "predicate", "affix", "latin"]
 
@@ -229,7 +230,7 @@ class TermExtractor:
     def _tokenizer(self) -> Tokenizer:
         tok = getattr(self._local, "tokenizer", None)
         if tok is None:
-            tok = self._dictionary.tokenizer(mode=SplitMode.A)
+            tok = self._dictionary.tokenizer(mode=SplitMode.B)
             self._local.tokenizer = tok
         return tok
 
@@ -268,8 +269,17 @@ class TermExtractor:
         return out
 
     def _remember(self, key: tuple[int, str], m: Morpheme) -> tuple[Word, ...]:
-        """The words of a morpheme not met yet under its (entry, surface) key, now remembered."""
-        words = _words(key[1], m.normalized_form(), m.dictionary_form(), m.part_of_speech())
+        """The words of a morpheme not met yet under its (entry, surface) key, now remembered: a
+        compound verb's noun form (_nominal), else its short units' words (mode A)."""
+        parts = m.split(SplitMode.A)
+        if len(parts) > 1:
+            words = _nominal(m) or tuple(
+                w
+                for p in parts
+                for w in _words(p.surface(), p.normalized_form(), p.dictionary_form(), p.part_of_speech())
+            )
+        else:
+            words = _words(key[1], m.normalized_form(), m.dictionary_form(), m.part_of_speech())
         if len(self._memo) > _MEMO_LIMIT:
             self._memo.clear()
         self._memo[key] = words
@@ -340,6 +350,32 @@ def _words(surface: str, normalized: str, dictionary: str, pos: tuple[str, ...])
         word = _word(surface, normalized, dictionary, pos)
         return (word,) if word else ()
     return tuple(w for part in phrase.split() if (w := _word(part, part, part, pos)))
+
+
+# A compound verb's noun form is its 連用形: 申し込む -> 申し込み, 受け付ける -> 受け付け.
+_I_ROW = dict(zip("うくぐすつぬぶむる", "いきぎしちにびみり", strict=True))
+
+
+def _nominal(m: Morpheme) -> tuple[Word, ...]:
+    """The noun a compound verb makes: people ask 「いつ申し込める？」 and 「取り消したい」, documents
+    write 「申込みは4月」 and 「取消しの手続き」. Mode A reads the verb as its parts (申す, 込める),
+    which match nothing of the noun and say little alone, so the verb is read as its noun: in a
+    question and in a document alike, 申し込める, 申し込む and 申込み are one term."""
+    pos = m.part_of_speech()
+    if pos[0] != "動詞":
+        return ()
+    verb, written = m.normalized_form(), m.dictionary_form()
+    # The normalized form is the base verb, also of a potential form (申し込める -> 申し込む); a
+    # verb in る is 五段 (持ち帰る -> 持ち帰り) when its POS says so or when it is the base of a
+    # potential (持ち帰れる), else 一段 (受け付ける -> 受け付け).
+    potential = written != verb and written[:-2] == verb[:-1]
+    if verb[-1:] in _I_ROW and (verb[-1] != "る" or pos[4].startswith("五段") or potential):
+        noun = verb[:-1] + _I_ROW[verb[-1]]
+    elif verb.endswith("る") and pos[4].startswith(("上一段", "下一段")):
+        noun = verb[:-1]
+    else:
+        return ()
+    return (Word(noun, noun, "noun", zipf(noun)),)
 
 
 def _word(surface: str, normalized: str, dictionary: str, pos: tuple[str, ...]) -> Word | None:
