@@ -9,8 +9,10 @@ import pytest
 
 from crag.factory import build_engine, open_local_index
 from crag.models import Branch, Turn
+from crag.rewrite.local import LocalKeywordRewriter
 from crag.settings import CragSettings
 from crag.text.followup import in_context, leans_on_previous
+from crag.text.tokenize import term_extractor
 
 DOCS = {
     "hours.md": """# Working hours
@@ -100,6 +102,36 @@ def test_a_question_of_no_content_word_leans_on_the_previous_turn(question: str)
     # Nothing of its own to search for: "by when?" asks about what was just asked.
     assert leans_on_previous(question, PREVIOUS, content_words=0)
     assert not leans_on_previous(question, [], content_words=0)
+
+
+@pytest.mark.parametrize(
+    ("question", "leans"),
+    [
+        ("申請の期限は？", True),
+        ("どうやって申請するの？期限ある？", True),
+        ("who should i contact?", True),
+        ("which form do i need?", True),
+        # A word naming the subject makes it stand alone.
+        ("有休の申請期限は？", False),
+        ("who should i contact about a broken badge reader?", False),
+    ],
+)
+def test_a_question_asking_only_how_to_go_about_it_leans_on_the_previous_turn(
+    question: str, leans: bool
+) -> None:
+    # 「申請の期限は？」 right after a question about the wedding gift asks about the gift's claim.
+    rewriter = LocalKeywordRewriter(term_extractor())
+    history = [Turn(question="結婚したらお祝い金っていくら？", answer="")]
+    assert (rewriter.standalone(question, history) != question) is leans
+    assert rewriter.standalone(question, []) == question
+
+
+def test_a_question_naming_one_thing_besides_how_to_go_about_it_may_lean() -> None:
+    # "driving" alone may be the previous turn's company car: tried in context if it finds little.
+    rewriter = LocalKeywordRewriter(term_extractor())
+    history = [Turn(question="社用車の鍵ってどこで借りるの？", answer="")]
+    assert rewriter.may_lean("do i need to do anything before driving?", history)
+    assert not rewriter.may_lean("do i need a licence to drive the forklift at night?", history)
 
 
 def test_without_history_nothing_leans() -> None:

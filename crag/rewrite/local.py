@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from crag.models import Turn
-from crag.text.followup import in_context, leans_on_previous, with_previous
+from crag.text.followup import in_context, leans_on_previous, subject_words, with_previous
 from crag.text.tokenize import TermExtractor
 
 
@@ -19,7 +19,7 @@ class LocalKeywordRewriter:
         keywords = self._extractor.keywords(question)
         # A follow-up that leans on the previous question borrows that question's keywords; a
         # self-contained one does not (they would find the previous answer again).
-        if leans_on_previous(question, history, len(keywords)):
+        if leans_on_previous(question, history, len(keywords), self._subject_words(question)):
             previous = self._extractor.keywords(self.standalone(history[-1].question, history[:-1]))
             keywords = list(dict.fromkeys([*previous, *keywords]))
         return " ".join(keywords) if keywords else question.strip()
@@ -27,11 +27,15 @@ class LocalKeywordRewriter:
     def standalone(self, question: str, history: Sequence[Turn]) -> str:
         if not history:  # a first question stands alone: no tokenizing on that path
             return question
-        return in_context(question, history, len(self._extractor.keywords(question)))
+        words = len(self._extractor.keywords(question))
+        return in_context(question, history, words, self._subject_words(question))
 
     def may_lean(self, question: str, history: Sequence[Turn]) -> bool:
-        # One content word at most: 「返事」, "delivery" name no subject of their own.
-        return bool(history) and len(self._extractor.keywords(question)) <= 1
+        # One word at most that could name a subject: 「返事」, "delivery", "anything before driving?".
+        return bool(history) and self._subject_words(question) <= 1
+
+    def _subject_words(self, question: str) -> int:
+        return subject_words(list(dict.fromkeys(self._extractor.terms(question))))
 
     def with_previous(self, question: str, history: Sequence[Turn]) -> str:
         return with_previous(question, history)

@@ -61,14 +61,37 @@ _JA_CASE = re.compile(
 _JA_TOPIC_ONLY = re.compile(r"は[？?]\s*$")
 
 
-def leans_on_previous(question: str, history: Sequence[Turn] = (), content_words: int | None = None) -> bool:
+# Terms that say how to go about something, not what it is about: 「申請の期限は？」, "who do i
+# contact?", "which form?" name no subject of their own, like "by when?" (normalized terms, English
+# stemmed as crag/text/tokenize.py does).
+PROCEDURE_TERMS = frozenset(
+    """
+    申請 期限 手続き 方法 締め切り 必要 書類 窓口 担当 連絡 先 提出 条件 対象 申し込み 承認 届け出 用紙
+    appli deadlin form approv submit procedur process contact need paperwork request step anyth someth
+    """.split()
+)
+
+
+def subject_words(terms: Sequence[str]) -> int:
+    """How many of a question's content terms could name its subject."""
+    return sum(term not in PROCEDURE_TERMS for term in terms)
+
+
+def leans_on_previous(
+    question: str,
+    history: Sequence[Turn] = (),
+    content_words: int | None = None,
+    subject_words: int | None = None,
+) -> bool:
     """True when the question needs the previous turn to be understood. content_words: how many
-    content words it has (a question of one or two rarely names its subject)."""
+    content words it has (a question of one or two rarely names its subject); subject_words: how
+    many of them could name its subject (subject_words())."""
     if not history:
         return False
     text = unicodedata.normalize("NFKC", question).strip()
-    # A question of no content word of its own ("by when?", 「いつまで？」) has nothing else to ask about.
-    if content_words == 0 and text:
+    # A question of no content word of its own ("by when?", 「いつまで？」), or only of how to go about
+    # it (「申請の期限は？」), has nothing else to ask about.
+    if (content_words == 0 or subject_words == 0) and text:
         return True
     if _OPENERS.search(text) or _CLOSERS.search(text) or _STRONG.search(text) or _points_back(text):
         return True
@@ -83,9 +106,14 @@ def leans_on_previous(question: str, history: Sequence[Turn] = (), content_words
     return bool(_JA_TOPIC_ONLY.search(text)) and content_words is not None and content_words <= 1
 
 
-def in_context(question: str, history: Sequence[Turn], content_words: int | None = None) -> str:
+def in_context(
+    question: str,
+    history: Sequence[Turn],
+    content_words: int | None = None,
+    subject_words: int | None = None,
+) -> str:
     """The question as read with the turns it leans on (the previous questions first), or as it is."""
-    if not leans_on_previous(question, history, content_words):
+    if not leans_on_previous(question, history, content_words, subject_words):
         return question
     return with_previous(question, history)
 
