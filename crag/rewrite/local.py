@@ -16,10 +16,10 @@ class LocalKeywordRewriter:
         self._extractor = extractor
 
     async def rewrite(self, question: str, history: Sequence[Turn]) -> str:
-        keywords = self._extractor.keywords(question)
+        keywords, subject = self._words(question)
         # A follow-up that leans on the previous question borrows that question's keywords; a
         # self-contained one does not (they would find the previous answer again).
-        if leans_on_previous(question, history, len(keywords), self._subject_words(question)):
+        if leans_on_previous(question, history, len(keywords), subject):
             previous = self._extractor.keywords(self.standalone(history[-1].question, history[:-1]))
             keywords = list(dict.fromkeys([*previous, *keywords]))
         return " ".join(keywords) if keywords else question.strip()
@@ -27,15 +27,19 @@ class LocalKeywordRewriter:
     def standalone(self, question: str, history: Sequence[Turn]) -> str:
         if not history:  # a first question stands alone: no tokenizing on that path
             return question
-        words = len(self._extractor.keywords(question))
-        return in_context(question, history, words, self._subject_words(question))
+        keywords, subject = self._words(question)
+        return in_context(question, history, len(keywords), subject)
 
     def may_lean(self, question: str, history: Sequence[Turn]) -> bool:
         # One word at most that could name a subject: 「返事」, "delivery", "anything before driving?".
-        return bool(history) and self._subject_words(question) <= 1
+        return bool(history) and self._words(question)[1] <= 1
 
-    def _subject_words(self, question: str) -> int:
-        return subject_words(list(dict.fromkeys(self._extractor.terms(question))))
+    def _words(self, question: str) -> tuple[list[str], int]:
+        """The question's keywords, and how many of its terms could name its subject, from one
+        analysis of it."""
+        words = self._extractor.analyze(question)
+        keywords = list(dict.fromkeys(w.keyword for w in words))
+        return keywords, subject_words(list(dict.fromkeys(w.term for w in words)))
 
     def with_previous(self, question: str, history: Sequence[Turn]) -> str:
         return with_previous(question, history)
