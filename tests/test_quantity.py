@@ -22,6 +22,10 @@ from crag.text.quantity import Quantity, bound_fit, bounds, stated
         ("6月10日までに出せばいい？", []),
         ("2026年の規程では？", []),
         ("有休って何日ある？", []),
+        # Another currency is money but no yen: it is not compared with yen thresholds.
+        ("spent $2k on the hotel, ok?", []),
+        ("the flight was like 1.5k SGD", []),
+        ("the lamp is like 45k yen", [(45_000, "yen")]),
     ],
 )
 def test_the_quantities_a_question_states(question: str, quantities: list[tuple[float, str]]) -> None:

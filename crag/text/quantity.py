@@ -82,10 +82,25 @@ def _read(match: re.Match[str]) -> Quantity | None:
     if match.group("yen_before"):
         unit = "yen"
     elif unit is None and scale in ("万", "k"):
+        if _foreign(match):
+            return None  # "$2k", "2k SGD": money, but not yen, and not comparable with a yen bound
         unit = "yen"  # 「3万ちょい」, "45k": an amount of money
     if unit is None or (unit == "year" and value >= 100):  # 「2026年」, 「1716年から」: a calendar year
         return None
     return Quantity(value, unit)
+
+
+_FOREIGN_BEFORE = re.compile(r"(?:[$€£]|\b(?:usd|sgd|eur|us\$|s\$))\s?$", _I)
+_FOREIGN_AFTER = re.compile(r"^\s?(?:usd|sgd|eur|dollars?|euros?|ドル|ユーロ)\b", _I)
+
+
+def _foreign(match: re.Match[str]) -> bool:
+    """An amount in another currency than yen, by its sign or code before it or its name after it."""
+    text = match.string
+    return bool(
+        _FOREIGN_BEFORE.search(text[max(0, match.start() - 4) : match.start()])
+        or _FOREIGN_AFTER.match(text[match.end() : match.end() + 10])
+    )
 
 
 # 「3年8か月」 is one length of time, not three years and, apart, eight months: as years, 3.667.
