@@ -428,3 +428,47 @@ async def test_a_cut_keeps_the_fact_of_the_asked_kind_the_sentence_holds() -> No
     # One clause, longer than the room: cut from its start, it ends before the amount.
     assert "JPY 3,500" in answer.text, answer.text
     assert "…" in answer.text and len(answer.text) <= 90
+
+
+COLD_WORK = Chunk(
+    id="allowances#3",
+    file="allowances.md",
+    title="勤務時間規程",
+    headers=["勤務時間規程", "手当"],
+    text=(
+        "低温作業手当は、室温5℃以下の冷蔵室で1日3時間以上作業した場合に支給する。\n"
+        "- 手当は月末締め、翌月20日払いの給与で支給する。\n"
+        "- 制服は毎年4月に交換する。"
+    ),
+)
+ON_CALL = Chunk(
+    id="oncall#1",
+    file="oncall.md",
+    title="On-call",
+    headers=["On-call", "Rest"],
+    text=(
+        "After a call-out between 22:00 and 5:00, the engineer may start work at 13:00 the following day.\n"
+        "- Laptops are replaced every four years.\n"
+        "- The office closes at 21:00."
+    ),
+)
+
+
+@pytest.mark.parametrize(
+    ("chunk", "question", "language"),
+    [
+        (COLD_WORK, "冷蔵室で作業したら低温作業手当はつく？", "ja"),
+        (ON_CALL, "after a call-out at night, when may the engineer start work the next day?", "en"),
+    ],
+)
+async def test_at_most_so_much_or_the_following_day_announces_no_list(
+    chunk: Chunk, question: str, language: str
+) -> None:
+    # 「5℃以下の冷蔵室」 is "at or below 5°C", "the following day" the next one: neither sentence
+    # announces the list items after it, which are not brought as its list (quoted, they would be
+    # for what they hold, as sentences).
+    composer = ExtractiveComposer(FlatStats(term_extractor()), max_chars=300)
+    kept = [GradedChunk(chunk=chunk, score=0.6, kept=True)]
+    answer = await composer.generate(question, language, kept, [])  # type: ignore[arg-type]
+    assert answer.text.startswith(("【勤務時間規程】低温作業手当", "After a call-out"))
+    assert "\n- " not in answer.text
