@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from itertools import pairwise
 from typing import Literal
@@ -442,24 +442,20 @@ class ExtractiveComposer:
         queued = list(picks)
         waiting = [c for c in runner_up if c not in picks]
 
-        def adds(cand: _Candidate) -> tuple[bool, float, bool, float]:
-            # As the complement: between runners-up adding words, the one holding the asked kind of
-            # fact, then the one adding the question's phrases, then the higher scored.
-            have: frozenset[str] = frozenset().union(*(c.terms for c in chosen))
-            pairs = [c.pairs for c in chosen]
-            return (
-                ask.coverage(have | cand.terms) > ask.coverage(have),
-                cand.features[KIND] if cand.features else 0.0,
-                ask.phrase_coverage(*pairs, cand.pairs) > ask.phrase_coverage(*pairs),
-                cand.score,
-            )
-
         def _next() -> _Candidate | None:
             if queued:
                 return queued.pop(0)
             if not waiting:
                 return None
-            cand = max(waiting, key=adds)
+            # As the complement: between runners-up adding words, the one holding the asked kind of
+            # fact, then the one adding the question's phrases, then the higher scored.
+            adds = _additions(ask, chosen)
+
+            def key(c: _Candidate) -> tuple[bool, float, bool, float]:
+                words, kind, phrases = adds(c)
+                return words > 0, kind, phrases > 0, c.score
+
+            cand = max(waiting, key=key)
             waiting.remove(cand)
             return cand
 
@@ -502,17 +498,8 @@ class ExtractiveComposer:
         「受付時間：平日9:00〜」 for 「内線と受付時間は？」 when the best one's 「1時間以内」 already
         holds 時間, not 「端末は受付から5営業日以内に…」. Phrases are read in the question's own
         language only, so they come after the kind: a translated passage holds no pair of them."""
-        have, phrased = query.coverage(best.terms), query.phrase_coverage(best.pairs)
-        gains = [
-            (
-                query.coverage(best.terms | c.terms) - have,
-                c.features[KIND] if c.features else 0.0,
-                query.phrase_coverage(best.pairs, c.pairs) - phrased,
-                c,
-            )
-            for c in candidates
-            if c is not best and c.score > 0 and not c.whole
-        ]
+        adds = _additions(query, [best])
+        gains = [(*adds(c), c) for c in candidates if c is not best and c.score > 0 and not c.whole]
         gain, _, _, cand = max(gains, key=lambda g: (*g[:3], g[3].score), default=(0.0, 0.0, 0.0, best))
         return [cand] if gain >= MIN_GAIN else []
 
@@ -557,6 +544,26 @@ class ExtractiveComposer:
             nearest = min(numbered, key=lambda i: (abs(i - anchor), i))
             excerpt = _grow(clauses, nearest, limit, right_first=nearest < anchor)
         return excerpt if excerpt is not None else _trim(text, limit)
+
+
+def _additions(
+    query: WeightedQuery, quoted: Sequence[_Candidate]
+) -> Callable[[_Candidate], tuple[float, float, float]]:
+    """What a sentence would add to the `quoted` ones: the share of the question's information they
+    lack, its answer-kind signal, and the share of the question's phrases they lack (what the
+    complement and the runners-up are chosen by). The quoted sentences' own shares are read once."""
+    terms: frozenset[str] = frozenset().union(*(c.terms for c in quoted))
+    pairs = [c.pairs for c in quoted]
+    have, phrased = query.coverage(terms), query.phrase_coverage(*pairs)
+
+    def adds(cand: _Candidate) -> tuple[float, float, float]:
+        return (
+            query.coverage(terms | cand.terms) - have,
+            cand.features[KIND] if cand.features else 0.0,
+            query.phrase_coverage(*pairs, cand.pairs) - phrased,
+        )
+
+    return adds
 
 
 def _grow(clauses: list[str], anchor: int, limit: int, right_first: bool) -> str | None:
