@@ -2,7 +2,7 @@
 Chat page and the admin dashboard.
 
 python app.py                # builds or loads the local index, then serves on HOST:PORT
-python app.py --workers 2    # the same port served by two processes (workers.py)
+python app.py --workers 2    # the same port served by two processes (service/workers.py)
 """
 
 from __future__ import annotations
@@ -20,10 +20,11 @@ from urllib.parse import urlsplit
 
 import jwt
 from aiohttp import web
+from aiohttp.typedefs import Middleware
 from botbuilder.core import ConversationState, Storage, TurnContext, UserState
 from botbuilder.integration.aiohttp import CloudAdapter
 from botbuilder.schema import Activity, ActivityTypes
-from msrest.exceptions import DeserializationError
+from msrest.exceptions import DeserializationError  # type: ignore[attr-defined]  # msrest re-exports azure-core's
 
 from admin import AdminRoutes
 from bot.adapter import BotAdapter
@@ -31,18 +32,18 @@ from bot.auth import AuthUnavailable
 from bot.connector_cache import CachingAuthentication
 from bot.crag_bot import REPLIED, CragBot
 from bot.documents import DocumentRoute
-from bot.runtime import BotRuntime
 from bot.state_storage import SqliteStorage, make_storage
-from config import BotSettings
-from crag.handle import uses_local_index
-from feedback.protocol import FeedbackStoreError
-from support import redact
-from support.logsafe import esc
-from texts import language_of, t
+from crag.runtime.handle import uses_local_index
+from service import redact
+from service.feedback.protocol import FeedbackStoreError
+from service.logsafe import esc
+from service.runtime import BotRuntime
+from service.settings import BotSettings
+from service.texts import language_of, t
+from service.workers import WORKER_ID, is_worker, pin_this_worker, supervise
 from webchat import setup_webchat
 from webchat.hosts import HostCheck, is_loopback_host, is_loopback_url
 from webchat.jsonbody import loads as load_json
-from workers import WORKER_ID, is_worker, pin_this_worker, supervise
 
 log = logging.getLogger("app")
 
@@ -68,7 +69,7 @@ def create_app(settings: BotSettings) -> web.Application:
     user_state = UserState(storage)
     bot = CragBot(runtime, conversation_state, user_state)
 
-    middlewares = [_error_middleware]
+    middlewares: list[Middleware] = [_error_middleware]
     if not settings.app_id or settings.allowed_hosts:
         # Against DNS rebinding: the unauthenticated local mode answers only names that are its own.
         hosts = HostCheck([*settings.allowed_hosts.split(","), urlsplit(settings.base_url).netloc])

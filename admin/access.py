@@ -33,8 +33,8 @@ from aiohttp import web
 
 from admin.entra import EntraGroupTokens
 from admin.errors import Denied
-from config import BotSettings
-from support.logsafe import esc
+from service.logsafe import esc
+from service.settings import BotSettings
 
 log = logging.getLogger(__name__)
 

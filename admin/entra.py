@@ -3,7 +3,8 @@
 A member gets a delegated access token for the bot's app registration (audience: the app id, or its
 App ID URI `api://<app id>`), issued by the configured tenant, with the group's object id in its
 `groups` claim. The signature is checked against the tenant's published keys, fetched and cached by
-bot/auth.py (no blocking fetch, a deadline). The Bot Framework's own tokens for the app are refused:
+service/openid_keys.py (no blocking fetch, a deadline). The Bot Framework's own tokens for the app are
+refused:
 their issuer is not the tenant. What a deployer sets up is in README.md (*Admin dashboard*).
 """
 
@@ -17,8 +18,8 @@ from typing import Any
 import jwt
 
 from admin.errors import Denied
-from bot.auth import SigningKeysUnavailable, signing_key
-from support.logsafe import esc
+from service.logsafe import esc
+from service.openid_keys import SigningKeysUnavailable, signing_key
 
 log = logging.getLogger(__name__)
 

@@ -14,7 +14,7 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from crag.cache import normalize_question
+from crag.infra.cache import normalize_question
 from crag.text.tokenize import Word
 
 Analyze = Callable[[str], list[Word]]

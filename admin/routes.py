@@ -20,12 +20,12 @@ from admin.access import AdminAccess, client
 from admin.errors import Denied
 from admin.page import FAVICON, HEADERS, STYLESHEET, render_dashboard, render_message, render_sign_in
 from admin.summary import ANSWER_LIMIT, AdminSummary, summarize, window
-from config import BotSettings
-from crag.handle import EngineHandle
+from crag.runtime.handle import EngineHandle
 from crag.text.tokenize import Word, term_extractor
-from feedback.protocol import Feedback
-from support.logsafe import esc
-from texts import Lang, language_of, t
+from service.feedback.protocol import Feedback
+from service.logsafe import esc
+from service.settings import BotSettings
+from service.texts import Lang, language_of, t
 
 log = logging.getLogger(__name__)
 

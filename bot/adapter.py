@@ -8,7 +8,7 @@ body stays the model here, serialized once.
 
 That one serialization (the aiohttp CloudAdapter's `serializer_helper`, msrest's Serializer walking
 every reply's card) was 9 % of the event loop answering expectReplies requests under
-bench/bench_workers.py. A model body is written with bot/connector_http.py's walk instead, which gives
+tools/bench/bench_workers.py. A model body is written with bot/connector_http.py's walk instead, which gives
 msrest's JSON (tests/test_connector_http.py); anything else still goes to the SDK's helper.
 """
 
@@ -40,7 +40,7 @@ def response_body(body: Any) -> Any:
     return _sdk_serializer(body)
 
 
-class BotAdapter(CloudAdapter):
+class BotAdapter(CloudAdapter):  # type: ignore[misc]  # botbuilder has no type information (Any)
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         # The SDK's process() writes every response body through this module-level name.

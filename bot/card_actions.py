@@ -5,16 +5,16 @@ from __future__ import annotations
 import logging
 import re
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 from botbuilder.core import MessageFactory, TurnContext
 from pydantic import BaseModel, ValidationError, field_validator
 
-from bot.runtime import BotRuntime
 from cards.answer_card import ASK_ACTION, FEEDBACK_ACTION
-from feedback.protocol import FeedbackOutcome
-from support.logsafe import esc
-from texts import Lang, t
+from service.feedback.protocol import FeedbackOutcome
+from service.logsafe import esc
+from service.runtime import BotRuntime
+from service.texts import Lang, t
 
 log = logging.getLogger(__name__)
 
@@ -57,7 +57,7 @@ def followup_question(value: Any) -> str | None:
         and value.get("action") == ASK_ACTION
         and isinstance(value.get("question"), str)
     ):
-        return value["question"].strip()
+        return cast(str, value["question"]).strip()
     return None
 
 

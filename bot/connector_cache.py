@@ -41,7 +41,7 @@ log = logging.getLogger(__name__)
 _TOKEN_THREADS = ThreadPoolExecutor(max_workers=2, thread_name_prefix="outbound-token")
 
 
-class CachingConnectorFactory(ConnectorFactory):
+class CachingConnectorFactory(ConnectorFactory):  # type: ignore[misc]  # botframework: no type information
     def __init__(
         self,
         inner: ConnectorFactory,
@@ -60,7 +60,7 @@ class CachingConnectorFactory(ConnectorFactory):
         if client is None:
             client = await self._inner.create(service_url, audience)
             if self._session is not None:
-                client.conversations = DirectConversations(client, self._session)  # type: ignore[assignment]
+                client.conversations = DirectConversations(client, self._session)
             self._cache[key] = client
             while len(self._cache) > CachingAuthentication.MAX_CLIENTS:
                 self._cache.popitem(last=False)
@@ -87,7 +87,7 @@ async def warm_token(client: ConnectorClient, timeout: float) -> None:
         raise auth.OutboundTokenUnavailable(type(exc).__name__) from None
 
 
-class CachingAuthentication(ConfigurationBotFrameworkAuthentication):
+class CachingAuthentication(ConfigurationBotFrameworkAuthentication):  # type: ignore[misc]  # as above
     """The SDK's configuration-based authentication, handing out cached connector clients; token
     validation with signing keys fetched off the event loop and a deadline (see bot/auth.py)."""
 

@@ -1,6 +1,6 @@
 """The bot's replies posted straight over aiohttp, with the Bot Connector SDK's body, headers and retries.
 
-Under load (bench/bench_load.py: 50 conversations) sending a reply through botframework-connector was
+Under load (tools/bench/bench_load.py: 50 conversations) sending a reply through botframework-connector was
 a sixth of the app's event-loop time: msrest serializes the Activity by round-tripping it through its
 Deserializer and Serializer (the Adaptive Card walked twice, two-thirds of that time), then hands the
 POST to `requests` in a worker thread. Here the Activity's models become dicts in one walk over
@@ -39,8 +39,8 @@ from botframework.connector.models import ErrorResponseException
 from msrest.exceptions import ClientRequestError
 from msrest.serialization import Model, Serializer
 
-from crag.http_proxy import proxy_options
-from crag.http_retry import backoff, retry_after
+from crag.infra.http_proxy import proxy_options
+from crag.infra.http_retry import backoff, retry_after
 
 log = logging.getLogger(__name__)
 
@@ -90,7 +90,7 @@ def _typed(value: Any, kind: Any) -> Any:
     if kind == "bool":
         return bool(value)
     if kind == "iso-8601" and isinstance(value, datetime.datetime):
-        return Serializer.serialize_iso(value)
+        return Serializer.serialize_iso(value)  # type: ignore[no-untyped-call]  # msrest is unannotated here
     if kind[:1].isupper() and isinstance(value, Model):  # a model type: the field holds one
         return activity_json(value)
     raise NotPlain(f"{type(value).__name__} in a {kind} field")
@@ -129,7 +129,7 @@ class DirectConversations:
     ) -> ResourceResponse | None:
         sdk = self._sdk.reply_to_activity
         if options:
-            return await sdk(conversation_id, activity_id, activity, **options)  # type: ignore[no-any-return]
+            return await sdk(conversation_id, activity_id, activity, **options)
         url = self._url(_REPLY_URL, conversation_id, activity_id)
         return await self._send(
             "POST", url, conversation_id, activity, lambda: sdk(conversation_id, activity_id, activity)
@@ -140,7 +140,7 @@ class DirectConversations:
     ) -> ResourceResponse | None:
         sdk = self._sdk.send_to_conversation
         if options:
-            return await sdk(conversation_id, activity, **options)  # type: ignore[no-any-return]
+            return await sdk(conversation_id, activity, **options)
         url = self._url(_SEND_URL, conversation_id)
         return await self._send("POST", url, None, activity, lambda: sdk(conversation_id, activity))
 
@@ -149,7 +149,7 @@ class DirectConversations:
     ) -> ResourceResponse | None:
         sdk = self._sdk.update_activity
         if options:
-            return await sdk(conversation_id, activity_id, activity, **options)  # type: ignore[no-any-return]
+            return await sdk(conversation_id, activity_id, activity, **options)
         url = self._url(_REPLY_URL, conversation_id, activity_id)
         return await self._send(
             "PUT", url, None, activity, lambda: sdk(conversation_id, activity_id, activity)
@@ -175,7 +175,7 @@ class DirectConversations:
             body = json.dumps(activity_json(activity), ensure_ascii=False, default=payload_json).encode()
         except NotPlain as exc:
             log.debug("reply sent through the SDK: %s", exc)
-            return await sdk()  # type: ignore[no-any-return]
+            return await sdk()
         headers = {
             "Accept": "application/json",
             "Content-Type": "application/json; charset=utf-8",

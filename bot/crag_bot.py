@@ -1,4 +1,4 @@
-"""The ActivityHandler: welcome, card submits, invokes, and messages handed to the turn (turn/)."""
+"""The ActivityHandler: welcome, card submits, invokes, and messages handed to the turn (dialogs/)."""
 
 from __future__ import annotations
 
@@ -19,12 +19,12 @@ from botbuilder.schema import Activity, ActivityTypes, ChannelAccount, ResourceR
 
 from bot.card_actions import followup_question, handle_submit, is_card_submit
 from bot.invokes import on_invoke
-from bot.runtime import BotRuntime
-from cards.examples import example_questions
 from cards.welcome_card import welcome_card
-from support.logsafe import esc
-from texts import language_of, t
-from turn.answer import handle_message
+from dialogs.answer import handle_message
+from service.examples import example_questions
+from service.logsafe import esc
+from service.runtime import BotRuntime
+from service.texts import language_of, t
 
 log = logging.getLogger(__name__)
 
@@ -33,7 +33,7 @@ REPLIED = "crag.replied"
 _LONE_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
-class CragBot(ActivityHandler):
+class CragBot(ActivityHandler):  # type: ignore[misc]  # botbuilder has no type information (Any)
     def __init__(
         self,
         runtime: BotRuntime,

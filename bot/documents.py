@@ -3,7 +3,7 @@
 Only a file the index holds is served (the indexer already skips hidden files and folders and
 symlinks), and only while it is still a regular file reached without a symlink: the documents
 folder may hold anything else (.env, .git/, a link to /etc/passwd), and none of that is the bot's
-to give away. With an app id the link must also carry a valid signature (bot/doc_links.py).
+to give away. With an app id the link must also carry a valid signature (service/doc_links.py).
 
 Every answer is served so that nothing in it can run on the bot's origin, where /chat and the
 Direct Line token endpoint live: no MIME sniffing, and a sandbox policy (scripts off, opaque origin)
@@ -19,8 +19,8 @@ from urllib.parse import quote
 
 from aiohttp import web
 
-from bot.doc_links import DocLinks
 from crag.ingest.loaders import is_indexable
+from service.doc_links import DocLinks
 
 log = logging.getLogger(__name__)
 

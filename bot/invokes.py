@@ -15,10 +15,10 @@ from botbuilder.schema import AdaptiveCardInvokeResponse
 from msrest.serialization import Model
 
 from bot.card_actions import rate
-from bot.runtime import BotRuntime
 from cards.answer_card import FEEDBACK_ACTION, error_card, thanks_card
-from support.logsafe import esc
-from texts import Lang, language_of, t
+from service.logsafe import esc
+from service.runtime import BotRuntime
+from service.texts import Lang, language_of, t
 
 log = logging.getLogger(__name__)
 
@@ -26,7 +26,11 @@ log = logging.getLogger(__name__)
 class EmptyInvokeBody(Model):
     """Serializes to {}: botbuilder 4.17 fails (HTTP 500) on a plain dict invoke body."""
 
-    _attribute_map: ClassVar[dict[str, Any]] = {}
+    # msrest declares it on Model without ClassVar; RUF012 wants ClassVar on a mutable class attribute.
+    _attribute_map: ClassVar[dict[str, Any]] = {}  # type: ignore[misc]
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)  # type: ignore[no-untyped-call]  # msrest's Model.__init__ is unannotated
 
 
 CARD_CONTENT_TYPE = "application/vnd.microsoft.card.adaptive"
@@ -88,7 +92,7 @@ async def card_action(context: TurnContext, runtime: BotRuntime) -> InvokeRespon
     activity = context.activity
     lang: Lang = language_of(activity.locale)
     value = activity.value if isinstance(activity.value, dict) else {}
-    action = value.get("action") if isinstance(value.get("action"), dict) else {}
+    action: dict[str, Any] = value["action"] if isinstance(value.get("action"), dict) else {}
     if action.get("verb") != FEEDBACK_ACTION:
         log.warning("rejected card action with verb %s", esc(action.get("verb"), 40))
         return _card(error_card(t("feedback.invalid", lang)))

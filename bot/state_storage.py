@@ -16,8 +16,8 @@ import aiosqlite
 import jsonpickle
 from botbuilder.core import MemoryStorage, Storage
 
-from config import BotSettings
-from support.sqlite_file import SqliteFile
+from service.settings import BotSettings
+from service.sqlite_file import SqliteFile
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS bot_state (
@@ -32,7 +32,7 @@ CREATE INDEX IF NOT EXISTS bot_state_updated_at ON bot_state (updated_at);
 log = logging.getLogger(__name__)
 
 
-class SqliteStorage(SqliteFile, Storage):
+class SqliteStorage(SqliteFile, Storage):  # type: ignore[misc]  # botbuilder has no type information (Any)
     """botbuilder's Storage over one SQLite table. Values are stored as jsonpickle, like the SDK's
     Blob storage does, so dialog state objects round-trip; e_tag gives optimistic concurrency."""
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from crag.models import Branch, CragResult, GradedChunk, WebStatus
-from crag.safe_links import link_text, markdown_link, safe_markdown
-from texts import Lang, has_text, t
+from crag.core.models import Branch, CragResult, GradedChunk, Thresholds, WebStatus
+from crag.core.safe_links import link_text, markdown_link, safe_markdown
+from service.texts import Lang, has_text, t
 
 CARD_VERSION = "1.5"
 MAX_CARD_BYTES = 28_000
@@ -143,14 +143,12 @@ def _where(result: CragResult, file: str, lang: Lang) -> str:
     best = max(kept, key=lambda g: g.score)
     section = _section(best)
     where = f" › {safe_markdown(_clip(section, 60))}" if section and section != best.chunk.title else ""
-    return f"{where} · {t(match_key(best.score), lang)}"
+    return f"{where} · {t(match_key(best.score, result.thresholds), lang)}"
 
 
-def match_key(score: float) -> str:
-    """A plain-language label for a grade: the thresholds the routing uses (DESIGN §3)."""
-    if score >= 0.8:
-        return "match.strong"
-    return "match.partial" if score >= 0.4 else "match.weak"
+def match_key(score: float, thresholds: Thresholds) -> str:
+    """A plain-language label for a grade, by the thresholds the turn was routed with."""
+    return f"match.{thresholds.match(score)}"
 
 
 def _section(g: GradedChunk) -> str:
@@ -232,7 +230,7 @@ def _text(text: str, **props: Any) -> dict[str, Any]:
 
 
 def _link(title: str, url: str) -> str:
-    # Titles and URLs come from documents and web results: crag.safe_links decides what links.
+    # Titles and URLs come from documents and web results: crag.core.safe_links decides what links.
     return markdown_link(_clip(title, 80), url)
 
 

@@ -2,18 +2,17 @@
 
     rewrite -> retrieve -> grade -> route -> (re-search -> route)* -> [web] -> refine -> generate
 
-Each step is a small method taking the turn's state and returning a new one; `_run` lists them in
-order and is the whole flow. Routing (crag/routing.py) decides the branch. Re-search (seed 002,
-DESIGN §3 step 5) runs while a part of the question has no answering passage, or the best passage is
-only ambiguous, and the rewriter has a query not tried yet: at most `research_rounds` times. In a
-conversation, a question that seemed to stand alone and found nothing (or, too short to tell, only a
-partial answer) is first read after the previous question (a subject left unsaid), kept only when
-that reading answers better and bears on the question's own words too. The
-engine only sees the provider protocols; which LLM, index or web search is behind them is the
-factory's business. Every turn returns one CragResult, whatever fails along the way.
-
-Each step is also a span of the turn's OpenTelemetry trace (crag/trace.py): `step` times it and
-says on it what it found (counts and grades, never text). Tracing is off unless the app configured it.
+Each step is a small method taking the turn's state and returning a new one; `_run` lists them in order
+and is the whole flow. Routing (Thresholds, crag/core/models.py) decides the branch. Re-search runs
+while a part of the question has no answering passage, or the best passage is only ambiguous, and the
+rewriter has a query not tried yet: at most `research_rounds` times. In a conversation, a question that
+seemed to stand alone and found nothing (or, too short to tell, only a partial answer) is first read
+after the previous question (a subject left unsaid), kept only when that reading answers better and
+bears on the question's own words too. The engine only sees the provider protocols; which LLM, index or
+web search is behind them is the factory's business. Every turn returns one CragResult, whatever fails
+along the way. Each step is also a span of the turn's OpenTelemetry trace (crag/infra/trace.py): `step`
+times it and says on it what it found (counts and grades, never text). Tracing is off unless the app
+configured it.
 """
 
 from __future__ import annotations
@@ -28,11 +27,9 @@ from typing import Literal
 
 from opentelemetry.trace import Span
 
-from crag import access, trace, tracing
-from crag.access import Reader
-from crag.breaker import CircuitBreaker
-from crag.cache import AnswerCache
-from crag.models import (
+from crag.core import access
+from crag.core.access import Reader
+from crag.core.models import (
     Branch,
     Chunk,
     CragResult,
@@ -40,12 +37,14 @@ from crag.models import (
     GradedChunk,
     Notice,
     Stage,
+    Thresholds,
     Turn,
     WebOutcome,
     WebResult,
     WebStatus,
 )
-from crag.protocols import (
+from crag.core.passthrough import PassThroughRefiner
+from crag.core.protocols import (
     AnswerGenerator,
     ExtractingGrader,
     Grader,
@@ -56,33 +55,33 @@ from crag.protocols import (
     TextSink,
     WebSearch,
 )
-from crag.refine.passthrough import PassThroughRefiner
-from crag.routing import RoutingPolicy
+from crag.infra import trace, tracing
+from crag.infra.breaker import CircuitBreaker
+from crag.infra.cache import AnswerCache
 from crag.text.lang import detect_language
 from crag.text.parts import question_parts, read_in_context
 
 log = logging.getLogger(__name__)
 
-# A question read after the previous one must still find some evidence of its own in a passage kept
-# that way: graded against the question alone, not about 0 (no evidence) but not necessarily 0.4 (the
-# subject it leaves unsaid is what the previous question gives). Measured on fit-minami, fit-hokuyo
-# and sample-docs with every question asked after the one before it: the two follow-ups that need
-# the reading reach 0.13 and 0.39 alone. Of the 43 questions the documents do not answer that went
-# to no document, 39 stay there; without this floor, 27 of them were answered from the previous
-# topic's passages ("who wrote Romeo and Juliet?" with the hotel-points rule).
+# A question read after the previous one must still find some evidence of its own in a passage kept that
+# way: graded against the question alone, not about 0 (no evidence) but not necessarily the lower
+# threshold (the subject it leaves unsaid is what the previous question gives). Measured on fit-minami,
+# fit-hokuyo and sample-docs with every question asked after the one before it: the two follow-ups that
+# need the reading reach 0.13 and 0.39 alone. Of the 43 questions the documents do not answer that went to
+# no document, 39 stay there; without this floor, 27 of them were answered from the previous topic's
+# passages ("who wrote Romeo and Juliet?" with the hotel-points rule).
 OWN_EVIDENCE = 0.1
 
 
 @dataclass(frozen=True)
 class EngineConfig:
-    upper: float = 0.8
-    lower: float = 0.4
+    thresholds: Thresholds = field(default_factory=Thresholds)
     top_k: int = 10
     web_results: int = 5
     # Start the web search before grading decides it is needed (saves its latency on the
     # ambiguous and incorrect branches; costs a web search on the correct one).
     speculative_web: bool = False
-    # Extra document searches for what the first one did not cover (seed 002: at most 3 in all).
+    # Extra document searches for what the first one did not cover (at most 3 in all).
     research_rounds: int = 2
     # Retry an only-ambiguous best passage with new keywords (parts left unanswered are searched for
     # regardless). Off by default when a web search fills the gap: there the retry costs a rewrite
@@ -97,8 +96,8 @@ class EngineConfig:
     trace_question: bool = False
 
     @property
-    def policy(self) -> RoutingPolicy:
-        return RoutingPolicy(upper=self.upper, lower=self.lower)
+    def policy(self) -> Thresholds:
+        return self.thresholds
 
 
 @dataclass(frozen=True)
@@ -187,7 +186,7 @@ class CragEngine:
     ) -> CragResult:
         """One CRAG turn. on_stage hears each stage as it starts and on_text the answer as it is
         written, for clients that show progress; neither changes the result. With a reader (access
-        trimming, crag/access.py) every document search holds only what the reader may read, and
+        trimming, crag/core/access.py) every document search holds only what the reader may read, and
         cached answers are those of readers with the very same permissions. attributes describe
         the turn on its span (the channel it came from)."""
         scope = access.scope(reader)
@@ -562,6 +561,7 @@ class _Turn:
             llm_calls=self.turn.llm_calls,
             llm_tokens=self.turn.tokens,
             providers=self.e.providers,
+            thresholds=self.e.config.thresholds,
         )
 
 
@@ -576,7 +576,10 @@ def step_attributes(name: str, s: TurnState) -> dict[str, tracing.AttributeValue
             "crag.missing_parts": len(s.missing),
         }
     if name == "web":
-        return {"crag.web.status": s.web.status.value, "crag.web.results": len(s.web.results)}
+        return {
+            "crag.web.status": s.web.status.value,
+            "crag.web.results": len(s.web.results),
+        }
     if name == "refine":
         return {"crag.knowledge": len(s.knowledge), "crag.web_knowledge": len(s.web_knowledge)}
     if name == "generate" and s.answer is not None:

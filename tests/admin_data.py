@@ -10,8 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import UTC, datetime, time, timedelta
 
-from crag.models import Branch, Citation, CragResult, WebOutcome, WebStatus
-from feedback.protocol import Feedback
+from crag.core.models import Branch, Citation, CragResult, WebOutcome, WebStatus
+from service.feedback.protocol import Feedback
 
 SCRIPT_QUESTION = "<script>document.title='pwned'</script>社員食堂のメニューは？"
 SCRIPT_COMMENT = "<img src=x onerror=\"document.title='pwned'\">料金が違います"

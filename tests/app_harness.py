@@ -25,7 +25,7 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
 
 import app as app_module
-from config import BotSettings
+from service.settings import BotSettings
 from tests.conftest import SAMPLE_DOCS
 
 Client = TestClient[web.Request, web.Application]

@@ -2,9 +2,9 @@
 
 The engine is the embedded default over sample_docs/ (lexical, embeddings off: fast and the same on
 every machine), with the real SerpAPI provider pointed at the eval set's fake SerpAPI on 127.0.0.1
-(eval/sample-docs/web_fixtures.jsonl) when a case has web search on. Each case names the branch
+(data/eval/sample-docs/web_fixtures.jsonl) when a case has web search on. Each case names the branch
 badge it expects, so a question that no longer reaches its branch fails loudly instead of quietly
-testing another card. The cards come from replies.teams_message.answer_reply (the Web Chat card,
+testing another card. The cards come from cards.teams_message.answer_reply (the Web Chat card,
 which carries the answer, and the Teams card, whose answer is the message text), from
 cards.answer_card.thanks_card / error_card and from cards.welcome_card: change a builder and the
 tests render the new card.
@@ -21,21 +21,21 @@ from typing import Any
 from pydantic import SecretStr
 
 from cards.answer_card import badge_key, error_card, thanks_card
-from cards.examples import example_questions
+from cards.teams_message import answer_reply
 from cards.welcome_card import welcome_card
-from crag.access import Reader
+from crag.config.serpapi import SerpApiSettings
+from crag.config.settings import CragSettings
+from crag.core.access import Reader
+from crag.core.models import CragResult, GradedChunk, Notice, WebStatus
 from crag.engine import CragEngine
 from crag.eval.dataset import load_dataset
-from crag.eval.fake_serpapi import FakeSerpApi
-from crag.factory import build_engine, open_local_index
-from crag.models import CragResult, GradedChunk, Notice, WebStatus
-from crag.settings import CragSettings
-from crag.web.serpapi_settings import SerpApiSettings
-from replies.teams_message import answer_reply
+from crag.eval.fixture_web import FakeSerpApi
+from crag.runtime.factory import build_engine, open_local_index
+from service.examples import example_questions
+from service.texts import Lang, t
 from tests.conftest import ROOT, SAMPLE_DOCS
-from texts import Lang, t
 
-DATASET = ROOT / "eval" / "sample-docs"
+DATASET = ROOT / "data" / "eval" / "sample-docs"
 BOT_NAME = "CRAG Assistant"
 LANGS: tuple[Lang, ...] = ("ja", "en")
 

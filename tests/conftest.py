@@ -19,7 +19,7 @@ from tests.fakes import FakeConnector  # noqa: E402
 pytest_plugins = ["tests.servers.postgres", "tests.graph_fixtures"]
 
 SAMPLE_DOCS = ROOT / "sample_docs"
-SHARED_EVAL = ROOT.parent / "shared" / "eval"
+SHARED_EVAL = ROOT / "data" / "eval"
 
 
 @pytest.fixture

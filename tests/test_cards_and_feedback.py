@@ -6,8 +6,8 @@ import json
 from pathlib import Path
 
 from cards.answer_card import FEEDBACK_ACTION, MAX_CARD_BYTES, answer_card
-from crag.models import Branch, Chunk, Citation, CragResult, GradedChunk, WebOutcome, WebStatus
-from feedback.store import FeedbackOutcome, FeedbackStore
+from crag.core.models import Branch, Chunk, Citation, CragResult, GradedChunk, WebOutcome, WebStatus
+from service.feedback.store import FeedbackOutcome, FeedbackStore
 from tests.fakes import card_text, find_by_id
 
 

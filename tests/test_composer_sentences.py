@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from crag.generate.extractive import BOUND, FOLLOWS, KIND, SENTENCE_WEIGHTS, ExtractiveComposer
-from crag.models import Chunk, GradedChunk, WebResult
+from crag.core.models import Chunk, GradedChunk, WebResult
+from crag.stages.generate.extractive import BOUND, FOLLOWS, KIND, SENTENCE_WEIGHTS, ExtractiveComposer
 from crag.text.stats import FlatStats
 from crag.text.tokenize import term_extractor
 

@@ -29,12 +29,12 @@ from msrest.exceptions import ClientRequestError
 
 from bot import connector_http
 from bot.connector_http import DirectConversations, NotPlain, activity_json
+from cards.teams_message import answer_reply
 from cards.welcome_card import welcome_card
+from crag.core.models import Branch, Chunk, Citation, CragResult, GradedChunk, WebOutcome, WebStatus
 from crag.eval.loopback import LoopbackServer
-from crag.models import Branch, Chunk, Citation, CragResult, GradedChunk, WebOutcome, WebStatus
-from replies.teams_message import answer_reply
+from dialogs.streaming import StreamInfoEntity
 from tests.fakes import FakeConnector
-from turn.streaming import StreamInfoEntity
 
 
 class TokenCredentials(MicrosoftAppCredentials):  # type: ignore[misc]

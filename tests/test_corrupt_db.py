@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 
 from bot.state_storage import SqliteStorage
-from crag.models import Branch, CragResult
-from feedback.store import FeedbackOutcome, FeedbackStore
+from crag.core.models import Branch, CragResult
+from service.feedback.store import FeedbackOutcome, FeedbackStore
 from tests.apprunner import AppProcess
 from tests.conftest import ROOT
 
@@ -157,8 +157,8 @@ def test_the_app_starts_despite_corrupt_files_and_stops_on_sigterm(tmp_path: Pat
 async def test_the_runtime_lists_quarantined_feedback_files(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from bot.runtime import BotRuntime
-    from config import BotSettings
+    from service.runtime import BotRuntime
+    from service.settings import BotSettings
 
     db = tmp_path / "feedback.sqlite3"
     db.write_bytes(GARBAGE)

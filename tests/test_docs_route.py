@@ -15,9 +15,9 @@ import pytest
 from aiohttp.test_utils import TestClient, TestServer
 
 from app import RUNTIME, create_app
-from bot.doc_links import DocLinks
-from config import BotSettings
-from crag.models import Branch, Citation, CragResult
+from crag.core.models import Branch, Citation, CragResult
+from service.doc_links import DocLinks
+from service.settings import BotSettings
 
 APP_ID = "11111111-2222-3333-4444-555555555555"
 SVG = '<svg xmlns="http://www.w3.org/2000/svg"><script>fetch("/api/directline/token")</script></svg>'

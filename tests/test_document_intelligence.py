@@ -15,14 +15,14 @@ import pytest
 from fpdf import FPDF
 from PIL import Image
 
-from crag.factory import ocr_engine
+from crag.config.settings import CragSettings
 from crag.ingest.chunker import chunk_document
 from crag.ingest.loaders import load
 from crag.ingest.local_target import load_or_build
 from crag.ingest.ocr.document_intelligence import DocumentIntelligenceOcr
 from crag.ingest.ocr.engine import OcrEngine
 from crag.ingest.ocr.scans import OcrContext
-from crag.settings import CragSettings
+from crag.runtime.factory import ocr_engine
 from tests.fake_document_intelligence import FakeDocumentIntelligence
 
 KEY = "test-di-key"

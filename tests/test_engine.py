@@ -7,12 +7,11 @@ from pathlib import Path
 
 import pytest
 
+from crag.config.settings import CragSettings
+from crag.core.models import Branch, Chunk, GradedChunk, Thresholds, Turn, WebResult, WebStatus
 from crag.engine import CragEngine, EngineConfig
-from crag.factory import build_engine, open_local_index
-from crag.models import Branch, Chunk, GradedChunk, Turn, WebResult, WebStatus
-from crag.routing import RoutingPolicy
-from crag.settings import CragSettings
-from texts import REFUSAL
+from crag.runtime.factory import build_engine, open_local_index
+from service.texts import REFUSAL
 
 DOCS = {
     "wifi.md": """# Office Wi-Fi guide
@@ -152,7 +151,7 @@ def test_decide_uses_thresholds(scores: list[float], branch: Branch, kept: list[
         g = _chunk(i)
         g.score = s
         graded.append(g)
-    got_branch, got_kept = RoutingPolicy(upper=0.8, lower=0.4).decide(graded)
+    got_branch, got_kept = Thresholds(upper=0.8, lower=0.4).decide(graded)
     assert got_branch is branch
     assert [g.score for g in got_kept] == kept
 
@@ -160,8 +159,8 @@ def test_decide_uses_thresholds(scores: list[float], branch: Branch, kept: list[
 def test_decide_honours_other_thresholds() -> None:
     g = _chunk(0)
     g.score = 0.7
-    assert RoutingPolicy(upper=0.6, lower=0.3).decide([g])[0] is Branch.CORRECT
-    assert RoutingPolicy(upper=0.95, lower=0.75).decide([g])[0] is Branch.INCORRECT
+    assert Thresholds(upper=0.6, lower=0.3).decide([g])[0] is Branch.CORRECT
+    assert Thresholds(upper=0.95, lower=0.75).decide([g])[0] is Branch.INCORRECT
 
 
 class _BrokenGrader:
@@ -280,7 +279,7 @@ async def test_extract_names_the_subject_a_quoted_sentence_leaves_out(engine: Cr
 
 
 async def test_long_sentence_is_cut_to_the_clauses_around_the_question_terms(engine: CragEngine) -> None:
-    from crag.generate.extractive import ExtractiveComposer
+    from crag.stages.generate.extractive import ExtractiveComposer
 
     composer = ExtractiveComposer(engine.retriever._index, max_chars=140)  # type: ignore[attr-defined]
     sentence = (

@@ -44,7 +44,7 @@ def test_eval_cli_on_smoke_set(tmp_path: Path) -> None:
         pytest.skip(f"shared evaluation data not found at {smoke}")
     out = tmp_path / "out"
     proc = subprocess.run(
-        [sys.executable, "-m", "crag.eval", str(smoke), "--out", str(out), "--sweep"],
+        [sys.executable, "-m", "crag.cli.eval", str(smoke), "--out", str(out), "--sweep"],
         cwd=ROOT,
         capture_output=True,
         text=True,
@@ -79,7 +79,7 @@ def test_eval_cli_limit_and_bad_dataset(tmp_path: Path) -> None:
     if not smoke.is_dir():
         pytest.skip(f"shared evaluation data not found at {smoke}")
     proc = subprocess.run(
-        [sys.executable, "-m", "crag.eval", str(smoke), "--out", str(tmp_path / "o"), "--limit", "3"],
+        [sys.executable, "-m", "crag.cli.eval", str(smoke), "--out", str(tmp_path / "o"), "--limit", "3"],
         cwd=ROOT,
         capture_output=True,
         text=True,
@@ -88,7 +88,7 @@ def test_eval_cli_limit_and_bad_dataset(tmp_path: Path) -> None:
     assert proc.returncode == 0, proc.stderr
     assert json.loads((tmp_path / "o" / "metrics.json").read_text("utf-8"))["questions"] == 3
     bad = subprocess.run(
-        [sys.executable, "-m", "crag.eval", str(tmp_path), "--out", str(tmp_path / "x")],
+        [sys.executable, "-m", "crag.cli.eval", str(tmp_path), "--out", str(tmp_path / "x")],
         cwd=ROOT,
         capture_output=True,
         text=True,
@@ -231,10 +231,10 @@ def test_a_question_answered_by_two_files_counts_either() -> None:
 async def test_history_reaches_the_engine_and_kinds_reach_the_results(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    from crag.config.settings import CragSettings
     from crag.engine import CragEngine
     from crag.eval.dataset import load_dataset
     from crag.eval.runner import evaluate
-    from crag.settings import CragSettings
 
     data = tmp_path / "set"
     (data / "corpus").mkdir(parents=True)

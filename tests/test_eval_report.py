@@ -1,6 +1,6 @@
 """The evaluation report's additions on hand-made results with known values: precision@k and nDCG@k
 beside recall and MRR, judges and the new retrieval metrics by kind, the per-question heatmap, and
-`python -m crag.eval compare` on two small run folders."""
+`python -m crag.cli.eval compare` on two small run folders."""
 
 from __future__ import annotations
 
@@ -172,7 +172,7 @@ def test_compare_two_runs(tmp_path: Path) -> None:
         ],
     )
     proc = subprocess.run(
-        [sys.executable, "-m", "crag.eval", "compare", str(a), str(b)],
+        [sys.executable, "-m", "crag.cli.eval", "compare", str(a), str(b)],
         cwd=ROOT,
         capture_output=True,
         text=True,
@@ -200,7 +200,7 @@ def test_compare_two_runs(tmp_path: Path) -> None:
 def test_compare_says_what_is_wrong_with_a_run(tmp_path: Path) -> None:
     good = _run(tmp_path / "good", [_row("q1")])
     missing = subprocess.run(
-        [sys.executable, "-m", "crag.eval", "compare", str(good), str(tmp_path / "nothing")],
+        [sys.executable, "-m", "crag.cli.eval", "compare", str(good), str(tmp_path / "nothing")],
         cwd=ROOT,
         capture_output=True,
         text=True,
@@ -211,7 +211,7 @@ def test_compare_says_what_is_wrong_with_a_run(tmp_path: Path) -> None:
     broken.mkdir()
     (broken / "results.jsonl").write_text('{"id": "q1"}\n', "utf-8")
     bad = subprocess.run(
-        [sys.executable, "-m", "crag.eval", "compare", str(good), str(broken)],
+        [sys.executable, "-m", "crag.cli.eval", "compare", str(good), str(broken)],
         cwd=ROOT,
         capture_output=True,
         text=True,

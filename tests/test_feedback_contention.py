@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from crag.models import Branch, CragResult
-from feedback.store import FeedbackOutcome, FeedbackStore
+from crag.core.models import Branch, CragResult
+from service.feedback.store import FeedbackOutcome, FeedbackStore
 
 ACKNOWLEDGED = {FeedbackOutcome.STORED, FeedbackOutcome.UPDATED, FeedbackOutcome.PENDING}
 

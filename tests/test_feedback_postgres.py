@@ -1,7 +1,7 @@
 """The PostgreSQL feedback store against a real server (tests/servers/postgres.py): the guarantees of
 the SQLite store (acknowledged == stored, one rating per user and answer, unknown answers refused,
 writes kept in the fallback file while the server is down and replayed once each), the numbered
-migrations, and `python -m feedback` reading it."""
+migrations, and `python -m service.feedback` reading it."""
 
 from __future__ import annotations
 
@@ -19,13 +19,13 @@ from pathlib import Path
 import asyncpg
 import pytest
 
-from bot.runtime import BotRuntime
-from config import BotSettings
-from crag.models import Branch, CragResult
-from feedback.postgres_schema import LATEST, MIGRATIONS, migrate, schema_version
-from feedback.postgres_store import FeedbackDatabaseError, PostgresFeedbackStore
-from feedback.protocol import FeedbackOutcome
-from support.redact import secret_values
+from crag.core.models import Branch, CragResult
+from service.feedback.postgres_schema import LATEST, MIGRATIONS, migrate, schema_version
+from service.feedback.postgres_store import FeedbackDatabaseError, PostgresFeedbackStore
+from service.feedback.protocol import FeedbackOutcome
+from service.redact import secret_values
+from service.runtime import BotRuntime
+from service.settings import BotSettings
 from tests.conftest import ROOT
 from tests.servers.postgres import PostgresServer
 
@@ -381,7 +381,7 @@ async def test_a_server_that_refuses_the_store_is_a_clear_error_at_start(
 def _cli(dsn: str, *args: str) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "CRAG_POSTGRES_URL": dsn, "CRAG_FEEDBACK_STORE": "postgres"}
     return subprocess.run(
-        [sys.executable, "-m", "feedback", *args],
+        [sys.executable, "-m", "service.feedback", *args],
         cwd=ROOT,
         env=env,
         capture_output=True,
@@ -434,7 +434,7 @@ def test_the_cli_says_what_failed_without_the_password(postgres_server: Postgres
     assert failed.returncode == 2 and failed.stderr.startswith("error:")
     assert "Sup3r-s3cret-pw" not in failed.stderr + failed.stdout and "Traceback" not in failed.stderr
     no_schema = _cli(postgres_server.dsn(), "stats")
-    assert no_schema.returncode == 2 and "python -m feedback migrate" in no_schema.stderr
+    assert no_schema.returncode == 2 and "python -m service.feedback migrate" in no_schema.stderr
 
 
 def test_settings_choose_the_store_and_a_bad_postgres_setting_is_refused_clearly(tmp_path: Path) -> None:

@@ -165,8 +165,8 @@ WRITER = textwrap.dedent(
     import asyncio, sys
     from pathlib import Path
     sys.path.insert(0, {root!r})
-    from crag.models import Branch, CragResult
-    from feedback.postgres_store import PostgresFeedbackStore
+    from crag.core.models import Branch, CragResult
+    from service.feedback.postgres_store import PostgresFeedbackStore
 
     async def main():
         store = PostgresFeedbackStore({dsn!r}, Path({pending!r}), pool_size=4)

@@ -1,10 +1,10 @@
-"""bench/fit_grader.py's choice of the lower anchor (floor): where showing passages gains most."""
+"""tools/fit/fit_grader.py's choice of the lower anchor (floor): where showing passages gains most."""
 
 from __future__ import annotations
 
 import numpy as np
 
-from bench.fit_grader import floor, leads, lower_as_shipped, ranked_fit
+from tools.fit.fit_grader import floor, leads, lower_as_shipped, ranked_fit
 
 
 def test_floor_stops_where_unanswerable_questions_would_cost_more_than_it_gains() -> None:
@@ -53,7 +53,7 @@ def test_ranked_fit_puts_the_answer_chunk_first_where_the_per_chunk_fit_does_not
 
 
 def test_lower_as_shipped_keeps_as_many_answer_chunks_as_the_shipped_model(monkeypatch) -> None:
-    import crag.grade.local as local
+    import crag.stages.grade.local as local
 
     rows = [
         (True, [([2.0], True), ([0.0], False)]),

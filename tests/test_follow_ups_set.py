@@ -1,4 +1,4 @@
-"""The follow-ups evaluation set (eval/follow-ups/): loadable, every question has its earlier turn,
+"""The follow-ups evaluation set (data/eval/follow-ups/): loadable, every question has its earlier turn,
 and every gold is in its document."""
 
 from __future__ import annotations
@@ -11,13 +11,13 @@ from crag.eval.dataset import load_dataset
 from tests.eval_sets import rows_with_golds_in_documents
 
 ROOT = Path(__file__).resolve().parent.parent
-SET = ROOT / "eval" / "follow-ups"
+SET = ROOT / "data" / "eval" / "follow-ups"
 
 
 @pytest.mark.parametrize("name", ["fit-minami", "fit-hokuyo"])
 def test_each_half_loads_over_its_corpus_with_its_history_and_golds(name: str) -> None:
     folder = SET / name
-    assert (folder / "corpus").resolve() == (ROOT / "eval" / name / "corpus").resolve()
+    assert (folder / "corpus").resolve() == (ROOT / "data" / "eval" / name / "corpus").resolve()
     dataset = load_dataset(folder)
     assert len(dataset.questions) == 30
     assert all(q.kind == "follow_up" and q.history for q in dataset.questions)

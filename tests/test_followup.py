@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from crag.factory import build_engine, open_local_index
-from crag.models import Branch, Turn
-from crag.rewrite.local import LocalKeywordRewriter
-from crag.settings import CragSettings
+from crag.config.settings import CragSettings
+from crag.core.models import Branch, Turn
+from crag.runtime.factory import build_engine, open_local_index
+from crag.stages.rewrite.local import LocalKeywordRewriter
 from crag.text.followup import in_context, leans_on_previous
 from crag.text.tokenize import term_extractor
 

@@ -11,13 +11,13 @@ from typing import Any
 
 import pytest
 
+from crag.config.settings import CragSettings
+from crag.core.models import Chunk
 from crag.engine import CragEngine
-from crag.factory import build_engine, open_local_index
-from crag.grade.llm import LlmGrader
-from crag.grade.local import LocalGrader
-from crag.llm.client import LlmClient
-from crag.models import Chunk
-from crag.settings import CragSettings
+from crag.runtime.factory import build_engine, open_local_index
+from crag.services.llm.client import LlmClient
+from crag.stages.grade.llm import LlmGrader
+from crag.stages.grade.local import LocalGrader
 from crag.text.stats import FlatStats
 from crag.text.tokenize import term_extractor
 from tests.fake_openai import FakeOpenAI

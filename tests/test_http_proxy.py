@@ -14,9 +14,9 @@ from pydantic import SecretStr
 
 from bot.connector_http import DirectConversations
 from crag.eval.loopback import LoopbackServer
-from crag.http_proxy import proxy_options
-from crag.llm.chat_http import ChatEndpoint
-from crag.web.serpapi import SerpApiSearch
+from crag.infra.http_proxy import proxy_options
+from crag.services.llm.chat_http import ChatEndpoint
+from crag.services.web.serpapi import SerpApiSearch
 from tests.test_connector_http import _client
 from webchat.token_exchange import DirectLineTokenClient
 

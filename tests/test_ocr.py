@@ -15,14 +15,14 @@ from pathlib import Path
 import pytest
 from pypdf import PdfReader
 
-from crag.factory import ocr_engine
-from crag.handle import EngineHandle
-from crag.ingest.__main__ import main as ingest_main
+from crag.cli.ingest import main as ingest_main
+from crag.config.settings import CragSettings
 from crag.ingest.loaders import DocumentError, load
 from crag.ingest.local_target import load_or_build
 from crag.ingest.ocr.scans import OcrContext
 from crag.ingest.ocr.tesseract import TesseractOcr, clean
-from crag.settings import CragSettings
+from crag.runtime.factory import ocr_engine
+from crag.runtime.handle import EngineHandle
 from tests.conftest import SAMPLE_DOCS
 from tests.scan_images import image_only_pdf, mixed_pdf, page_image, png_bytes
 from tests.servers.harness import unavailable

@@ -10,11 +10,11 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
-from crag import search
-from crag.factory import search_provider, web_provider
-from crag.handle import EngineHandle
-from crag.models import Branch
-from crag.settings import CragSettings
+from crag.config import providers
+from crag.config.settings import CragSettings
+from crag.core.models import Branch
+from crag.runtime.factory import search_provider, web_provider
+from crag.runtime.handle import EngineHandle
 
 PROVIDERS = Path(__file__).parent / "data" / "providers"
 
@@ -60,8 +60,9 @@ async def test_a_new_search_provider_is_one_module_and_one_registration_line(
     )
     monkeypatch.syspath_prepend(str(PROVIDERS))
     monkeypatch.setenv("FAQ_SEARCH_FILE", str(faq))
-    # The one registration line (crag/search/__init__.py), first so that auto picks it when configured:
-    monkeypatch.setattr(search, "SEARCH_PROVIDERS", {"faq": "faq_search", **search.SEARCH_PROVIDERS})
+    # The one registration line (crag/retrieval/search/__init__.py), first so that auto picks it when
+    # configured:
+    monkeypatch.setattr(providers, "SEARCH_PROVIDERS", {"faq": "faq_search", **providers.SEARCH_PROVIDERS})
 
     # The local grader has no vectors beside another index: its words-only grades may answer here.
     settings = CragSettings(

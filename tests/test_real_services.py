@@ -11,12 +11,12 @@ from typing import Any
 import pytest
 
 from cards.answer_card import answer_card
+from crag.config.settings import CragSettings
+from crag.core.models import Branch, WebStatus
 from crag.engine import CragEngine
-from crag.eval.fake_serpapi import FakeSerpApi
-from crag.factory import build_engine
+from crag.eval.fixture_web import FakeSerpApi
 from crag.ingest.azure_target import ingest_azure
-from crag.models import Branch, WebStatus
-from crag.settings import CragSettings
+from crag.runtime.factory import build_engine
 from tests.conftest import SAMPLE_DOCS
 from tests.fake_azure_search import FakeAzureSearch
 from tests.fake_openai import FakeOpenAI
@@ -206,7 +206,7 @@ async def test_ingest_cli_fills_local_and_azure_indexes_from_mixed_formats(
 
     env = {k: v for k, v in os.environ.items() if not k.startswith(("AZURE_", "OPENAI_", "SERPAPI_"))}
     local = subprocess.run(
-        [sys.executable, "-m", "crag.ingest", str(folder), "--index-dir", str(tmp_path / "idx")],
+        [sys.executable, "-m", "crag.cli.ingest", str(folder), "--index-dir", str(tmp_path / "idx")],
         cwd=ROOT,
         env=env,
         capture_output=True,

@@ -6,8 +6,8 @@ import logging
 
 import pytest
 
-from config import BotSettings
-from support import redact
+from service import redact
+from service.settings import BotSettings
 
 
 def test_configured_secrets_and_url_keys_are_masked(caplog: pytest.LogCaptureFixture) -> None:

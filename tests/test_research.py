@@ -1,4 +1,4 @@
-"""Re-search (seed 002): a part of the question the first search did not cover is searched for on
+"""Re-search: a part of the question the first search did not cover is searched for on
 its own, and a question is answered from documents alone only when every part has its passage."""
 
 from __future__ import annotations
@@ -10,10 +10,10 @@ from typing import Any
 import pytest
 
 from cards.answer_card import answer_card
+from crag.config.settings import CragSettings
+from crag.core.models import Branch, Chunk, Stage, Turn
 from crag.engine import CragEngine
-from crag.factory import build_engine, open_local_index
-from crag.models import Branch, Chunk, Stage, Turn
-from crag.settings import CragSettings
+from crag.runtime.factory import build_engine, open_local_index
 
 DOCS = {
     "remote_work.md": """# Remote work policy

@@ -13,12 +13,12 @@ from typing import Any
 import pytest
 
 from cards.answer_card import answer_card
-from crag.factory import build_engine, open_local_index
-from crag.models import Branch, Chunk, Citation, CragResult, GradedChunk, WebOutcome, WebStatus
-from crag.safe_links import markdown_link, safe_markdown, safe_url
-from crag.settings import CragSettings
-from crag.web.serpapi import parse_results
-from replies.teams_message import answer_reply
+from cards.teams_message import answer_reply
+from crag.config.settings import CragSettings
+from crag.core.models import Branch, Chunk, Citation, CragResult, GradedChunk, WebOutcome, WebStatus
+from crag.core.safe_links import markdown_link, safe_markdown, safe_url
+from crag.runtime.factory import build_engine, open_local_index
+from crag.services.web.serpapi import parse_results
 
 EVIL_URLS = [
     "javascript:alert(1)",
@@ -204,7 +204,7 @@ def test_web_results_keep_only_http_links() -> None:
 
 
 async def test_the_streamed_preview_follows_the_same_policy() -> None:
-    from crag.generate.llm import LlmGenerator
+    from crag.stages.generate.llm import LlmGenerator
 
     streamed: list[str] = []
 

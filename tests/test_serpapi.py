@@ -11,9 +11,9 @@ import pytest
 from aiohttp import web
 from pydantic import SecretStr
 
+from crag.core.models import WebStatus
 from crag.eval.loopback import serve_on_loopback
-from crag.models import WebStatus
-from crag.web.serpapi import SerpApiSearch
+from crag.services.web.serpapi import SerpApiSearch
 
 SECRET = "sk-serp-THIS-MUST-NOT-LEAK"
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]

@@ -1,5 +1,5 @@
 """SharePoint through Microsoft Graph (#17): the real msgraph-sdk and azure-identity against the fake
-Graph and its TLS authority on 127.0.0.1 (crag/eval/fake_graph.py).
+Graph and its TLS authority on 127.0.0.1 (tests/fake_graph.py).
 
 Delta syncs add, change, move and remove documents in the local index in place; pages are followed;
 throttling is waited out as Retry-After says; permissions become each chunk's readers; a user's
@@ -15,17 +15,17 @@ from pathlib import Path
 
 import pytest
 
-from crag import handle as handle_module
-from crag.access import EVERYONE
-from crag.eval.fake_graph import FakeGraph
-from crag.graph.client import GraphError
-from crag.graph.membership import GraphMembership
-from crag.handle import EngineHandle
+from crag.config.settings import CragSettings
+from crag.core.access import EVERYONE
+from crag.core.models import Chunk
 from crag.ingest.sharepoint.local import stored_state, sync_to_local
 from crag.ingest.sharepoint.schedule import SharePointSource
-from crag.models import Chunk
-from crag.search.local_index import LocalIndex
-from crag.settings import CragSettings
+from crag.retrieval.search.local_index import LocalIndex
+from crag.runtime import handle as handle_module
+from crag.runtime.handle import EngineHandle
+from crag.services.graph.client import GraphError
+from crag.services.graph.membership import GraphMembership
+from tests.fake_graph import FakeGraph
 from tests.graph_fixtures import ALICE, GROUP_A, GROUP_B, Graph
 
 LEAVE = "# Leave policy\n\n## Annual leave\n\nEmployees receive 20 days of annual leave each year.\n"

@@ -1,4 +1,4 @@
-"""`python -m crag.ingest --source sharepoint`: a sync from the command line against the fake Graph,
+"""`python -m crag.cli.ingest --source sharepoint`: a sync from the command line against the fake Graph,
 and every wrong setting answered with one clear line and an exit code, never a stack trace.
 
 The subprocess runs trust the fake authority's CA through SSL_CERT_FILE (read by OpenSSL when
@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from crag.ingest.sharepoint.cli import run
+from crag.cli.sharepoint import run
 from tests.graph_fixtures import ROOT_DIR, SITE_URL, Graph
 from tests.test_sharepoint import library
 
@@ -27,7 +27,7 @@ async def ingest(env: dict[str, str], *args: str) -> tuple[int, str, str]:
     proc = await asyncio.create_subprocess_exec(
         sys.executable,
         "-m",
-        "crag.ingest",
+        "crag.cli.ingest",
         "--source",
         "sharepoint",
         *args,

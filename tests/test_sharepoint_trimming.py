@@ -6,12 +6,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from crag.access import EVERYONE
-from crag.factory import build_engine, membership_source, ocr_engine
+from crag.access.membership import CachedMembership, reader_for
+from crag.core.access import EVERYONE
 from crag.ingest.ocr.tesseract import TesseractOcr
 from crag.ingest.sharepoint.local import sync_to_local
-from crag.membership import CachedMembership, reader_for
-from crag.search.local_index import LocalIndex
+from crag.retrieval.search.local_index import LocalIndex
+from crag.runtime.factory import build_engine, membership_source, ocr_engine
 from tests.graph_fixtures import ALICE, GROUP_A, GROUP_B, Graph
 from tests.scan_images import page_image, png_bytes
 from tests.servers.harness import unavailable

@@ -20,10 +20,10 @@ from botbuilder.schema import Activity, ActivityTypes, ConversationAccount
 
 from bot.blob_state import BlobStateStorage, blob_name
 from bot.crag_bot import CragBot
-from bot.runtime import BotRuntime
 from bot.state_storage import make_storage
-from config import BotSettings
 from crag.eval.loopback import serve_on_loopback
+from service.runtime import BotRuntime
+from service.settings import BotSettings
 from tests.fakes import card_text
 from tests.servers.azurite import ACCOUNT, ACCOUNT_KEY, AzuriteBlob, running_azurite
 

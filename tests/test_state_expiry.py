@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from bot.state_storage import SqliteStorage, make_storage
-from config import BotSettings
+from service.settings import BotSettings
 
 
 def _backdate(db: Path, keys: list[str], days: float) -> None:

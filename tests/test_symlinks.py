@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 
+from crag.config.settings import CragSettings
 from crag.ingest.azure_target import read_folder
 from crag.ingest.loaders import DocumentError, discover, is_indexable, load
 from crag.ingest.local_target import build_local_index
-from crag.search.local_index import LocalIndex
-from crag.settings import CragSettings
+from crag.retrieval.search.local_index import LocalIndex
 
 SECRET = "root:x:0:0:planted-secret-line"
 
@@ -105,7 +105,7 @@ def test_load_refuses_a_link_even_when_asked_directly(tmp_path: Path) -> None:
 def test_ingest_command_names_the_links_it_skipped(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from crag.ingest.__main__ import main
+    from crag.cli.ingest import main
 
     docs, _ = _tree(tmp_path)
     assert main([str(docs), "--index-dir", str(tmp_path / "index")]) == 0

@@ -1,4 +1,4 @@
-"""The text catalog (texts/catalog.toml): every key the code reads exists in both languages, with the
+"""The text catalog (service/texts/catalog.toml): every key the code reads exists in both languages, with the
 same fields to fill in, and every stage, notice and branch a card can show has its text."""
 
 from __future__ import annotations
@@ -8,8 +8,8 @@ import re
 import string
 from pathlib import Path
 
-from crag.models import Branch, Notice, Stage
-from texts import LANGS, TEXTS, t
+from crag.core.models import Branch, Notice, Stage
+from service.texts import LANGS, TEXTS, t
 
 ROOT = Path(__file__).resolve().parent.parent
 CODE = ("app.py", "bot", "turn", "replies", "cards", "webchat", "crag", "feedback", "admin")

@@ -21,11 +21,11 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 from opentelemetry.trace import INVALID_SPAN
 
 from bot.crag_bot import CragBot
-from bot.runtime import BotRuntime
-from config import BotSettings
-from crag import tracing
-from crag.tracing_export import configure_tracing
-from crag.tracing_settings import TracingSettings
+from crag.config.tracing import TracingSettings
+from crag.infra import tracing
+from crag.infra.tracing_export import configure_tracing
+from service.runtime import BotRuntime
+from service.settings import BotSettings
 from tests.app_harness import serve_app
 from tests.fake_openai import FakeOpenAI
 from tests.fake_otlp import FakeAppInsights, FakeCollector
@@ -45,7 +45,13 @@ DOCS = {
 Bicycle parking is in the basement, level B1. Register your bicycle with General Affairs.
 """,
 }
-STEPS = {"crag.rewrite", "crag.retrieve", "crag.grade", "crag.refine", "crag.generate"}
+STEPS = {
+    "crag.rewrite",
+    "crag.retrieve",
+    "crag.grade",
+    "crag.refine",
+    "crag.generate",
+}
 LEAVE = "有給休暇の繰越しは最大何日までできますか？"
 
 
@@ -248,7 +254,7 @@ async def test_spans_reach_application_insights(
             OTEL_EXPORTER_OTLP_ENDPOINT="",
             OTEL_EXPORTER_OTLP_TRACES_ENDPOINT="",
         )
-        with caplog.at_level(logging.INFO, logger="crag.tracing_export"):
+        with caplog.at_level(logging.INFO, logger="crag.infra.tracing_export"):
             export = configure_tracing(settings)
         assert export is not None and export.destinations == ["Application Insights"]
         with tracing.span("crag.turn", {"crag.channel": "msteams"}), tracing.span("crag.grade"):
@@ -270,7 +276,7 @@ async def test_spans_reach_application_insights(
 
 def test_a_bad_connection_string_is_said_and_skipped(caplog: pytest.LogCaptureFixture) -> None:
     secret = "InstrumentationKey=not-a-guid-but-secret"
-    with caplog.at_level(logging.WARNING, logger="crag.tracing_export"):
+    with caplog.at_level(logging.WARNING, logger="crag.infra.tracing_export"):
         export = configure_tracing(
             TracingSettings(APPLICATIONINSIGHTS_CONNECTION_STRING=secret, OTEL_EXPORTER_OTLP_ENDPOINT="")
         )

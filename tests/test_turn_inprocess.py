@@ -13,8 +13,8 @@ from botbuilder.core.adapters import TestAdapter
 from botbuilder.schema import Activity, ActivityTypes
 
 from bot.crag_bot import CragBot
-from bot.runtime import BotRuntime
-from config import BotSettings
+from service.runtime import BotRuntime
+from service.settings import BotSettings
 from tests.fakes import card_text
 
 DOCS = {

@@ -17,7 +17,7 @@ from botbuilder.core import ActivityHandler, TurnContext
 from botbuilder.integration.aiohttp import CloudAdapter, ConfigurationBotFrameworkAuthentication
 from botbuilder.schema import Activity, ChannelAccount
 
-from config import BotSettings
+from service.settings import BotSettings
 from webchat import setup_webchat
 from webchat.limits import LocalLimits
 from webchat.page import DEFAULT_BUNDLE

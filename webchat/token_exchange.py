@@ -12,7 +12,7 @@ from typing import Any
 
 import aiohttp
 
-from crag.http_proxy import proxy_options
+from crag.infra.http_proxy import proxy_options
 
 log = logging.getLogger(__name__)
 

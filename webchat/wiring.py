@@ -14,9 +14,9 @@ from urllib.parse import urlsplit
 
 from aiohttp import web
 
-from cards.examples import example_questions
-from config import BotSettings
-from texts import LANGS, t
+from service.examples import example_questions
+from service.settings import BotSettings
+from service.texts import LANGS, t
 from webchat.accesslog import quiet_access_log
 from webchat.bridge import BotBridge, TurnLogic, TurnProcessor
 from webchat.connector_api import PREFIX as CONNECTOR_PREFIX

@@ -1,1 +1,1 @@
-"""Evaluation on a dataset folder: python -m crag.eval DATASET_DIR --out OUT_DIR."""
+"""Evaluation on a dataset folder: python -m crag.cli.eval DATASET_DIR --out OUT_DIR."""

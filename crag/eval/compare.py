@@ -1,4 +1,4 @@
-"""python -m crag.eval compare RUN_A RUN_B [--out FILE]
+"""python -m crag.cli.eval compare RUN_A RUN_B [--out FILE]
 
 What got better and what got worse from run A to run B, question by question (matched by id in
 each run's results.jsonl): the answer containing the gold, the branch being the expected one, a

@@ -1,4 +1,4 @@
-"""The evaluation dataset format (see DESIGN §5): corpus/, questions.jsonl, web_fixtures.jsonl."""
+"""The evaluation dataset format: corpus/, questions.jsonl, web_fixtures.jsonl."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
-from crag.models import Turn
+from crag.core.models import Turn
 
 
 class Question(BaseModel):
@@ -22,7 +22,7 @@ class Question(BaseModel):
     expected_branch: Literal["correct", "ambiguous", "incorrect"]
     # Withheld questions the corpus may partly answer anyway (see the dataset README).
     answer_near_in_corpus: bool | None = None
-    # Optional (DESIGN §5): the kind of question (literal, paraphrase, cross_language, ...) for a
+    # Optional: the kind of question (literal, paraphrase, cross_language, ...) for a
     # breakdown; its language; earlier turns passed to the engine; groups of answer variants that
     # must all appear (multi-part questions); every file that holds a part of the answer.
     kind: str | None = None
@@ -88,16 +88,16 @@ EXPORT_TODO = (
 
 _EXPORT_README = """# Evaluation set from feedback
 
-Questions users rated down or the bot refused, exported by `python -m feedback to-eval`
-(`python -m crag.feedback to-eval`). Each question of questions.jsonl has no gold answer yet: its
+Questions users rated down or the bot refused, exported by `python -m service.feedback to-eval`
+(`python -m service.feedback to-eval`). Each question of questions.jsonl has no gold answer yet: its
 `review` holds what the bot answered each time (branch, cited files, web links, the raters'
-comments) and a `todo` for the reviewer. Until `answers` are written, `python -m crag.eval` runs
+comments) and a `todo` for the reviewer. Until `answers` are written, `python -m crag.cli.eval` runs
 these questions for routing, retrieval of the cited documents is not scored and answers are not
 checked.
 
 corpus/ is a copy of the documents folder at export time: add the document that was missing, or fix
-the one that was wrong, and run `python -m crag.eval` on this folder before and after to measure the
-fix (`python -m crag.eval compare RUN_BEFORE RUN_AFTER`). web_fixtures.jsonl has no recorded results:
+the one that was wrong, and run `python -m crag.cli.eval` on this folder before and after to measure the
+fix (`python -m crag.cli.eval compare RUN_BEFORE RUN_AFTER`). web_fixtures.jsonl has no recorded results:
 the web finds nothing here, so the runs measure what the documents answer.
 """
 

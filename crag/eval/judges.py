@@ -1,6 +1,6 @@
 """LLM-judge metrics, present when a generative model (and, for cosine, embeddings) is configured.
 
-One judge call per answered question rates fluency (seed 002: does it read naturally and
+One judge call per answered question rates fluency (does it read naturally and
 grammatically in its language), groundedness (is every claim supported by the cited sources),
 relevance (does it address the question) and similarity to the gold answer, each 1-5.
 With an embedding model, the cosine similarity between answer and gold answer is added. With the
@@ -15,8 +15,8 @@ import math
 import re
 from typing import Protocol
 
-from crag.llm.client import LlmClient, LlmUnavailable
-from crag.models import CragResult
+from crag.core.models import CragResult
+from crag.services.llm.client import LlmClient, LlmUnavailable
 
 log = logging.getLogger(__name__)
 

@@ -10,7 +10,7 @@ from collections.abc import Sequence
 
 from pydantic import BaseModel
 
-from crag.routing import RoutingPolicy
+from crag.core.models import Thresholds
 
 _SPACE = re.compile(r"\s+")
 
@@ -87,7 +87,7 @@ def mrr_at(records: Sequence[Record], k: int) -> float:
 
 
 def precision_at(records: Sequence[Record], k: int) -> float:
-    """Share of the top k retrieved passages that come from a gold file (seed 003's precision@k;
+    """Share of the top k retrieved passages that come from a gold file (the usual precision@k;
     passages, as the grader sees them: a gold file's second passage counts again)."""
     return _mean([passage_precision(r, k) for r in _ranked(records)])
 
@@ -112,7 +112,7 @@ def passage_precision(r: Record, k: int) -> float:
 
 def ndcg(r: Record, k: int) -> float:
     """nDCG@k with binary relevance (a passage of a gold file is relevant). The ideal ranking is the
-    retrieved passages with the relevant ones first, as in seed 003: how many passages of the corpus
+    retrieved passages with the relevant ones first: how many passages of the corpus
     are relevant is not known, only which of those found are."""
     relevance = [1.0 if f in r.golds else 0.0 for f in r.retrieved_files]
     ideal = _dcg(sorted(relevance, reverse=True)[:k])
@@ -206,7 +206,7 @@ KIND_METRICS = (
 
 
 def by_kind(records: Sequence[Record]) -> dict[str, float]:
-    """`by_kind.<kind>.<metric>` for datasets whose questions carry a kind (DESIGN §5), the judges'
+    """`by_kind.<kind>.<metric>` for datasets whose questions carry a kind, the judges'
     means included when they ran."""
     out: dict[str, float] = {}
     for kind in sorted({r.kind for r in records if r.kind}):
@@ -264,8 +264,8 @@ def question_scores(r: Record) -> dict[str, float]:
 
 
 def branch_for(scores: Sequence[float], upper: float, lower: float, missing_parts: Sequence[str] = ()) -> str:
-    """The engine's routing rule (crag/routing.py) replayed on recorded grades."""
-    return RoutingPolicy(upper=upper, lower=lower).branch(scores, missing_parts).value
+    """The engine's routing rule (crag/core/models.py (Thresholds)) replayed on recorded grades."""
+    return Thresholds(upper=upper, lower=lower).branch(scores, missing_parts).value
 
 
 def sweep(records: Sequence[Record], pairs: Sequence[tuple[float, float]]) -> list[dict[str, float]]:

@@ -1,5 +1,5 @@
 """report.md with plots (PNG): grade distribution by expected branch, routing confusion, latency,
-and a question x metric heatmap that shows the hard questions at a glance (seed 002)."""
+and a question x metric heatmap that shows the hard questions at a glance."""
 
 from __future__ import annotations
 

@@ -14,15 +14,15 @@ from pathlib import Path
 
 from pydantic import SecretStr
 
+from crag.config.serpapi import SerpApiSettings
+from crag.config.settings import CragSettings
+from crag.core.models import CragResult, GradedChunk
 from crag.eval.dataset import Dataset, Question
-from crag.eval.fake_serpapi import FakeSerpApi
+from crag.eval.fixture_web import FakeSerpApi
 from crag.eval.judges import available_judges
 from crag.eval.metrics import Record, compute_metrics
-from crag.handle import EngineHandle
-from crag.llm.client import LlmClient
-from crag.models import CragResult, GradedChunk
-from crag.settings import CragSettings
-from crag.web.serpapi_settings import SerpApiSettings
+from crag.runtime.handle import EngineHandle
+from crag.services.llm.client import LlmClient
 
 
 async def evaluate(

@@ -39,9 +39,10 @@ from azure.search.documents.indexes.models import (
     VectorSearchProfile,
 )
 
-from crag.models import Chunk
-from crag.protocols import Embedder
-from crag.search.azure import (
+from crag.config.azure_search import AzureSearchConfig
+from crag.core.models import Chunk
+from crag.core.protocols import Embedder
+from crag.retrieval.search.azure import (
     SearchUnavailable,
     client_options,
     guarded,
@@ -49,7 +50,6 @@ from crag.search.azure import (
     odata_string,
     stored_principals,
 )
-from crag.search.azure_config import AzureSearchConfig
 
 log = logging.getLogger(__name__)
 
@@ -94,7 +94,8 @@ def build_index(config: AzureSearchConfig) -> SearchIndex:
     if c.file_chunks_field:
         fields.append(_field(c.file_chunks_field, SearchFieldDataType.INT32.value))
     if c.allowed_field:
-        # Filtered with allowed/any(p: search.in(p, '…', ',')) by access trimming (crag/search/azure.py).
+        # Filtered with allowed/any(p: search.in(p, '…', ',')) by access trimming
+        # (crag/retrieval/search/azure.py).
         fields.append(_field(c.allowed_field, f"Collection({string})", filterable=True))
     vector_search = None
     if c.has_vectors:

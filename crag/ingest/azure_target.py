@@ -1,4 +1,4 @@
-"""The Azure AI Search side of `python -m crag.ingest DIR --target azure`.
+"""The Azure AI Search side of `python -m crag.cli.ingest DIR --target azure`.
 
 Creates or updates the index (fields, vector profile, semantic configuration), then makes it hold
 exactly the folder's chunks: unchanged files (same fingerprint) are skipped, changed ones embedded
@@ -15,18 +15,19 @@ from pathlib import Path
 
 from tqdm import tqdm
 
-from crag.access_file import AccessFileError
-from crag.embed.llm import LlmEmbedder
+from crag.access.files import AccessFileError
+from crag.config.settings import CragSettings
+from crag.core.models import Chunk
 from crag.ingest.azure_index import AzureSearchIndex, ensure_index, file_fingerprint, sync_chunks
 from crag.ingest.chunker import chunk_document, document_url
 from crag.ingest.loaders import DocumentError, discover, load
 from crag.ingest.local_target import AccessSource, warn_about
+from crag.ingest.ocr.choice import ocr_engine
 from crag.ingest.ocr.engine import OcrEngine
 from crag.ingest.ocr.scans import OcrContext
-from crag.llm.client import LlmClient
-from crag.models import Chunk
-from crag.search.azure import SearchUnavailable
-from crag.settings import CragSettings
+from crag.retrieval.embed.llm import LlmEmbedder
+from crag.retrieval.search.azure import SearchUnavailable
+from crag.services.llm.client import LlmClient
 
 log = logging.getLogger(__name__)
 
@@ -42,7 +43,6 @@ async def ingest_azure(docs_dir: Path, settings: CragSettings) -> int:
     if config.mode != "keyword" and embedder is None:
         print(f"error: AZURE_SEARCH_MODE={config.mode} needs an embedding model", file=sys.stderr)
         return 2
-    from crag.factory import ocr_engine  # the wiring point; imported here, as this module is part of it
 
     try:
         chunks, hashes, skipped = read_folder(

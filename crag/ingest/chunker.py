@@ -1,6 +1,6 @@
 """Split documents into chunks on Markdown headers (H1-H3), then at sentence ends under a size cap.
 
-Header-based chunks (seed 002) keep one topic per chunk; the header path travels with the chunk so
+Header-based chunks keep one topic per chunk; the header path travels with the chunk so
 that retrieval and grading see the section's context ("経費精算 > 交通費") even when the body
 does not repeat it.
 """
@@ -13,9 +13,9 @@ from bisect import bisect_right
 from dataclasses import dataclass, field
 from urllib.parse import quote
 
+from crag.core.models import Chunk
 from crag.ingest.loaders import Document
 from crag.ingest.tokens import count_tokens
-from crag.models import Chunk
 from crag.text.sentences import sentence_ends
 
 _HEADER = re.compile(r"^(#{1,3})\s+(.+?)\s*#*\s*$")

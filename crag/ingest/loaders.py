@@ -51,7 +51,7 @@ class Document:
     title: str
     text: str  # Markdown (plain text is kept as-is: it has no headers)
     markdown: bool
-    # Principals that may read it (crag/access.py); None: unknown (a folder without access rules).
+    # Principals that may read it (crag/core/access.py); None: unknown (a folder without access rules).
     allowed: tuple[str, ...] | None = None
     scan: ScanReport | None = None  # it had scanned pages: what OCR did with them
 

@@ -1,7 +1,7 @@
-"""The local side of `python -m crag.ingest DIR`: build the local index from a folder and write it.
+"""The local side of `python -m crag.cli.ingest DIR`: build the local index from a folder and write it.
 
 Rebuilt when a file's content hash, the file set or an index-shaping setting changes (only the
-changed files are read again), loaded as it is otherwise. crag.search.local_index reads what this
+changed files are read again), loaded as it is otherwise. crag.retrieval.search.local_index reads what this
 writes.
 
 Scanned pages are read by the OCR engine passed in (crag/ingest/ocr): its name is part of the
@@ -29,16 +29,16 @@ try:
 except ImportError:  # Windows
     fcntl = None  # type: ignore[assignment]
 
-from crag.access_file import AccessFile, access_file_digest, read_access_file
-from crag.embed.store import KEYS_FILE, VECTORS_FILE
+from crag.access.files import AccessFile, access_file_digest, read_access_file
+from crag.core.models import Chunk
 from crag.ingest.chunker import chunk_document, document_url
 from crag.ingest.loaders import Document, DocumentError, discover, load
 from crag.ingest.ocr.engine import OcrEngine
 from crag.ingest.ocr.scans import OcrContext, ScanReport
 from crag.ingest.term_pool import TermPool
-from crag.models import Chunk
-from crag.search.bm25_build import build_bm25
-from crag.search.local_index import (
+from crag.retrieval.embed.store import KEYS_FILE, VECTORS_FILE
+from crag.retrieval.search.bm25_build import build_bm25
+from crag.retrieval.search.local_index import (
     BM25_DIR,
     CHUNKS_FILE,
     DOC_FREQ_FILE,
@@ -88,7 +88,7 @@ def load_or_build(
 ) -> tuple[LocalIndex, BuildReport | None]:
     """Load the index if it matches the documents (their fingerprint, when the caller has it),
     otherwise (re)build it (report None: loaded). `access` is where the folder's access file is
-    (crag/access_file.py): its rules give each chunk its readers, and its content is part of the
+    (crag/access/files.py): its rules give each chunk its readers, and its content is part of the
     fingerprint. Raises AccessFileError when that file cannot be used."""
     # Hashing every file is the costly part of the check: do it once, for the check and the build.
     if fingerprint is None and docs_dir.is_dir():

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections import OrderedDict
 from dataclasses import dataclass
 
-from crag.models import Chunk
+from crag.core.models import Chunk
 from crag.text.lang import passage_language
 from crag.text.sentences import split_blocks
 from crag.text.stats import TermStats

@@ -4,7 +4,7 @@ A passage about the right topic often lacks the asked fact: "how many files can 
 against "200 messages a day", "what's the fine?" against a page listing red flags. Words alone do not
 tell these apart, but the shape of the answer does: an amount has a currency, a duration a unit of
 time, a phone number digits in groups, an address an @. A question whose kind is known and whose
-passage holds nothing of that kind is very likely not answered by it (DESIGN §3, grading).
+passage holds nothing of that kind is very likely not answered by it.
 
 Only kinds with a recognisable surface are listed; who / why / yes-no questions return None.
 """

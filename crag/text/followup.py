@@ -8,7 +8,7 @@ import re
 import unicodedata
 from collections.abc import Sequence
 
-from crag.models import Turn
+from crag.core.models import Turn
 
 # Opening words that carry the conversation on: "and …", "what about …", 「じゃあ…」「その場合…」.
 _OPENERS = re.compile(

@@ -21,3 +21,12 @@ def passage_language(text: str) -> Literal["ja", "en"]:
         return "en"
     japanese = sum(1 for ch in letters if _JAPANESE.match(ch))
     return "ja" if japanese / len(letters) >= 0.2 else "en"
+
+
+def text_language(text: str) -> Literal["ja", "en"]:
+    """The main language of a passage as the retrieval ranks it: Japanese when Japanese characters
+    (kana and kanji, their punctuation included) number at least a fifth of its letters."""
+    letters = sum(ch.isalpha() for ch in text)
+    if not letters:
+        return "en"
+    return "ja" if len(_JAPANESE.findall(text)) >= 0.2 * letters else "en"

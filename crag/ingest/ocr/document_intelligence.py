@@ -18,9 +18,9 @@ from azure.core.exceptions import (
     ServiceResponseTimeoutError,
 )
 
+from crag.config.ocr import OcrSettings
 from crag.ingest.ocr.engine import OcrFailed, OcrResult, PageProgress, ScannedFile
 from crag.ingest.ocr.layout_markdown import normalize
-from crag.ingest.ocr.settings import OcrSettings
 
 log = logging.getLogger(__name__)
 

@@ -11,9 +11,9 @@ import subprocess
 import pytesseract
 from PIL import Image
 
+from crag.config.ocr import OcrSettings
 from crag.ingest.ocr.engine import OcrEngine, OcrResult, PageProgress, ScannedFile
 from crag.ingest.ocr.pages import image_page, pdf_page_image
-from crag.ingest.ocr.settings import OcrSettings
 from crag.ingest.ocr.unavailable import INSTALL_HINT, NoOcr
 
 log = logging.getLogger(__name__)

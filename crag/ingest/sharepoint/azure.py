@@ -1,7 +1,7 @@
 """Azure AI Search as the target of a SharePoint library sync.
 
 The changed files' chunks are embedded (in vector / hybrid mode) and uploaded, removed files' chunks
-deleted, with the pieces `python -m crag.ingest DIR --target azure` uses (crag/ingest/azure_index.py).
+deleted, with the pieces `python -m crag.cli.ingest DIR --target azure` uses (crag/ingest/azure_index.py).
 Each file's stored content_hash folds its key (content version, webUrl, readers) with the index
 settings, so the index itself says which files are current. The sync state (delta link, items seen)
 is kept in a small JSON file under CRAG_SHAREPOINT_STATE_DIR, one per index and library, written
@@ -16,18 +16,18 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from crag.embed.llm import LlmEmbedder
-from crag.factory import ocr_engine
-from crag.graph.client import GraphClient
+from crag.config.azure_search import AzureSearchConfig
+from crag.config.settings import CragSettings
 from crag.ingest.azure_index import AzureSearchIndex, SyncReport, ensure_index, file_fingerprint, sync_chunks
 from crag.ingest.chunker import chunk_document
+from crag.ingest.ocr.choice import ocr_engine
 from crag.ingest.ocr.scans import OcrContext
 from crag.ingest.sharepoint.library import Library
 from crag.ingest.sharepoint.state import LibraryState
 from crag.ingest.sharepoint.sync import Progress, SyncResult, sync_library
-from crag.llm.client import LlmClient
-from crag.search.azure_config import AzureSearchConfig
-from crag.settings import CragSettings
+from crag.retrieval.embed.llm import LlmEmbedder
+from crag.services.graph.client import GraphClient
+from crag.services.llm.client import LlmClient
 
 
 def state_file(settings: CragSettings, config: AzureSearchConfig) -> Path:

@@ -13,8 +13,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from crag.factory import ocr_engine
-from crag.graph.client import GraphClient
+from crag.config.settings import CragSettings
 from crag.ingest.local_target import (
     INDEX_FORMAT,
     BuildReport,
@@ -23,13 +22,14 @@ from crag.ingest.local_target import (
     indexed_keys,
     update_manifest,
 )
+from crag.ingest.ocr.choice import ocr_engine
 from crag.ingest.ocr.scans import OcrContext
 from crag.ingest.sharepoint.library import Library
 from crag.ingest.sharepoint.state import LibraryState
 from crag.ingest.sharepoint.sync import Progress as SyncProgress
 from crag.ingest.sharepoint.sync import SyncResult, sync_library
-from crag.search.local_index import LocalIndex, read_manifest
-from crag.settings import CragSettings
+from crag.retrieval.search.local_index import LocalIndex, read_manifest
+from crag.services.graph.client import GraphClient
 
 STATE_KEY = "sharepoint"  # the manifest entry holding the LibraryState
 

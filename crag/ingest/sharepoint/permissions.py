@@ -1,5 +1,5 @@
 """Who may read a file, from its Graph permissions (`GET /drives/{d}/items/{i}/permissions`), as the
-principals of crag/access.py: Entra object ids of users and groups, or EVERYONE.
+principals of crag/core/access.py: Entra object ids of users and groups, or EVERYONE.
 
 Graph lists a file's effective permissions, its own and those inherited from its folders. Each one
 is mapped on its own; any role (read, write, owner...) lets its holder read. What is mapped:
@@ -32,7 +32,7 @@ from datetime import UTC, datetime
 from msgraph.generated.models.permission import Permission
 from msgraph.generated.models.share_point_identity_set import SharePointIdentitySet
 
-from crag.access import EVERYONE, normalize
+from crag.core.access import EVERYONE, normalize
 
 _GUID = re.compile(r"^[0-9a-fA-F]{8}-(?:[0-9a-fA-F]{4}-){3}[0-9a-fA-F]{12}$")
 # SharePoint's claims for the whole organization: "Everyone except external users" and "Everyone".

@@ -1,6 +1,6 @@
 """The bot's side of a SharePoint source: open the index it serves, and sync it on a schedule.
 
-`SharePointSource` is owned by the engine handle (crag/handle.py). The first open loads the index
+`SharePointSource` is owned by the engine handle (crag/runtime/handle.py). The first open loads the index
 the last sync stored (or runs the first sync when there is none); the handle then syncs every
 CRAG_SHAREPOINT_SYNC_MINUTES in a background task and swaps each changed index in with a new engine
 (and with it the answer cache, keyed by the index version), as the folder watcher does. A sync never
@@ -17,13 +17,13 @@ import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
-from crag.graph.client import GraphClient, GraphError
+from crag.config.settings import CragSettings
 from crag.ingest.local_target import BuildReport
 from crag.ingest.sharepoint.azure import read_state, state_file, sync_to_azure
 from crag.ingest.sharepoint.local import LocalSync, load_stored, sync_to_local
 from crag.ingest.sharepoint.state import LibraryState, file_key
-from crag.search.local_index import LocalIndex
-from crag.settings import CragSettings
+from crag.retrieval.search.local_index import LocalIndex
+from crag.services.graph.client import GraphClient, GraphError
 
 log = logging.getLogger(__name__)
 

@@ -1,5 +1,5 @@
 """A search provider written the way a new one is added: this module, in a real deployment placed in
-crag/search/, plus its one line in SEARCH_PROVIDERS. It answers from a JSON file of FAQ entries
+crag/retrieval/search/, plus its one line in SEARCH_PROVIDERS. It answers from a JSON file of FAQ entries
 named by its own setting, FAQ_SEARCH_FILE (tests/test_providers.py registers it)."""
 
 from __future__ import annotations
@@ -9,13 +9,13 @@ from pathlib import Path
 
 from pydantic import Field
 
-from crag.access import Reader, may_read
-from crag.env import EnvSettings
-from crag.llm.client import LlmClient
-from crag.models import Chunk, GradedChunk
-from crag.protocols import SearchBuild
-from crag.search.local_index import LocalIndex
-from crag.settings import CragSettings
+from crag.core.access import Reader, may_read
+from crag.config.env import EnvSettings
+from crag.services.llm.client import LlmClient
+from crag.core.models import Chunk, GradedChunk
+from crag.core.protocols import SearchBuild
+from crag.retrieval.search.local_index import LocalIndex
+from crag.config.settings import CragSettings
 
 USES_LOCAL_INDEX = False
 

@@ -1,0 +1,1 @@
+"""Who may read which document: the per-folder access file and group membership."""

@@ -1,0 +1,1 @@
+"""Command-line entry points of the engine: crag-ingest, crag-eval and the SharePoint sync."""

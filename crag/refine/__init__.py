@@ -1,1 +1,0 @@
-"""Knowledge refinement: keep only what bears on the question (the LLM refiner lives in crag/llm)."""

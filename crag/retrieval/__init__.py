@@ -1,0 +1,1 @@
+"""The read side of the index: embeddings (embed) under the retrievers (search)."""

@@ -1,0 +1,257 @@
+"""Choose and build the providers from settings; the only place that knows them all."""
+
+from __future__ import annotations
+
+import importlib
+import logging
+from collections.abc import Callable
+from typing import Any, Protocol, cast
+
+from crag.access.membership import CachedMembership, LocalMembership
+from crag.config import providers
+from crag.config.settings import CragSettings
+from crag.core.access import MembershipSource
+from crag.core.passthrough import PassThroughRefiner
+from crag.core.protocols import (
+    AnswerGenerator,
+    Closer,
+    Grader,
+    KnowledgeRefiner,
+    QueryRewriter,
+    SearchBuild,
+    WebSearch,
+)
+from crag.engine import CragEngine, EngineConfig
+from crag.infra.cache import AnswerCache, MemoryAnswerCache
+from crag.infra.cache_redis import RedisAnswerCache
+from crag.ingest.local_target import AccessSource, BuildReport, load_or_build, stale_fingerprint
+from crag.ingest.ocr.choice import ocr_engine
+from crag.retrieval.search.local_index import LocalIndex
+from crag.services.llm.client import LlmClient
+from crag.stages.generate.extractive import ExtractiveComposer
+from crag.stages.generate.llm import LlmGenerator
+from crag.stages.grade.llm import LlmGrader
+from crag.stages.grade.local import LocalGrader
+from crag.stages.refine.llm import LlmRefiner
+from crag.stages.rewrite.llm import LlmRewriter
+from crag.stages.rewrite.local import LocalKeywordRewriter
+from crag.text.bilingual import translator_for
+from crag.text.chunk_terms import ChunkTermsMemo
+from crag.text.stats import FlatStats, TermStats
+from crag.text.tokenize import term_extractor
+
+log = logging.getLogger(__name__)
+
+
+def open_local_index(
+    settings: CragSettings,
+    docs_base_url: str = "",
+    progress: Callable[[str, int, int], None] | None = None,
+    fingerprint: dict[str, object] | None = None,
+) -> tuple[LocalIndex, BuildReport | None]:
+    """Load the local index, building it first when it is missing or stale (fingerprint: the
+    documents' as local_index_stale found them, to skip hashing them again)."""
+    return load_or_build(
+        settings.docs_dir.expanduser(),
+        settings.index_dir.expanduser(),
+        settings.chunk_max_chars,
+        settings.docs_base_url or docs_base_url,
+        progress,
+        settings.chunk_max_tokens,
+        fingerprint,
+        ocr_engine(settings),
+        access_source(settings),
+    )
+
+
+def local_index_stale(
+    settings: CragSettings, docs_base_url: str, current_version: str
+) -> dict[str, object] | None:
+    """The documents' fingerprint when they no longer match the index of current_version, else None."""
+    return stale_fingerprint(
+        settings.docs_dir.expanduser(),
+        current_version,
+        settings.chunk_max_chars,
+        settings.docs_base_url or docs_base_url,
+        settings.chunk_max_tokens,
+        ocr_engine(settings).name,
+        access_source(settings),
+    )
+
+
+def membership_source(settings: CragSettings, **graph_options: Any) -> MembershipSource:
+    """Where askers' groups come from, for access trimming: Microsoft Graph
+    (`/users/{id}/transitiveMemberOf`) when GRAPH_* is set, behind CachedMembership(source,
+    settings.access_groups_ttl) (one Graph call per question would be slow and throttled); else the
+    [groups] of the access file, read again whenever it changes (a dict lookup: nothing to cache)."""
+    if settings.graph.configured:
+        # Imported here: the Graph SDK is large, and most deployments never load it.
+        from crag.services.graph.client import GraphClient
+        from crag.services.graph.membership import GraphMembership
+
+        client = GraphClient(settings.graph, **graph_options)  # options: azure-identity's (tests: a CA)
+        return CachedMembership(GraphMembership(client), settings.access_groups_ttl)
+    return LocalMembership(settings.access_path, required=bool(settings.access_file))
+
+
+def access_source(settings: CragSettings) -> AccessSource:
+    """The documents' access file (crag/access/files.py): CRAG_ACCESS_FILE, which must then exist, or
+    the folder's own .access.toml when it has one."""
+    return AccessSource(settings.access_path, required=bool(settings.access_file))
+
+
+__all__ = [
+    "build_engine",
+    "local_index_stale",
+    "membership_source",
+    "ocr_engine",
+    "open_local_index",
+    "search_provider",
+    "uses_local_index",
+    "web_provider",
+]
+
+
+class SearchProvider(Protocol):
+    """A module of crag/retrieval/search registered in crag/config/providers.py."""
+
+    USES_LOCAL_INDEX: bool
+
+    def configured(self, settings: CragSettings) -> bool: ...
+
+    def build(
+        self, settings: CragSettings, index: LocalIndex | None, llm: LlmClient | None
+    ) -> SearchBuild: ...
+
+
+class WebProvider(Protocol):
+    """A module of crag/services/web registered in crag/config/providers.py."""
+
+    def configured(self, settings: CragSettings) -> bool: ...
+
+    def build(self, settings: CragSettings) -> WebSearch: ...
+
+
+def search_provider(settings: CragSettings) -> tuple[str, SearchProvider]:
+    """CRAG_SEARCH's provider; auto: the first registered one whose settings are filled in."""
+    return _choose(settings.search_provider, providers.SEARCH_PROVIDERS, settings)  # type: ignore[return-value]
+
+
+def web_provider(settings: CragSettings) -> tuple[str, WebProvider]:
+    """CRAG_WEB's provider; auto: the first registered one whose settings are filled in."""
+    return _choose(settings.web_provider, providers.WEB_PROVIDERS, settings)  # type: ignore[return-value]
+
+
+def _choose(
+    name: str, registry: dict[str, str], settings: CragSettings
+) -> tuple[str, WebProvider | SearchProvider]:
+    names = [name] if name != "auto" else list(registry)
+    for candidate in names:
+        module = cast(WebProvider, importlib.import_module(registry[candidate]))
+        if name != "auto" or module.configured(settings):
+            return candidate, module
+    raise ValueError(f"no provider configured among {', '.join(registry)}")
+
+
+def build_engine(
+    settings: CragSettings, index: LocalIndex | None, version: Callable[[], str] | None = None
+) -> CragEngine:
+    """The engine for these settings: local providers, or the LLM ones with local fallbacks.
+
+    `index` is the local index (None when documents live in a remote index: the local fallbacks
+    then weigh terms by word kind and general-language rarity only). `version` is a remote index's
+    content version, when something knows it (a SharePoint sync into Azure AI Search)."""
+    web_name, web_module = web_provider(settings)
+    web_on = web_name != "off"
+    config = EngineConfig(
+        thresholds=settings.thresholds,
+        top_k=settings.top_k,
+        research_rounds=settings.research_rounds,
+        research_ambiguous=settings.research_ambiguous == "on"
+        or (settings.research_ambiguous == "auto" and not web_on),
+        web_results=settings.web_results,
+        speculative_web=settings.speculative_web and web_on,
+        refine_top=settings.refine_top,
+        # A streamed grading call per passage copies its extract too; batched grading cannot.
+        extract_in_grading=settings.refine and not settings.grade_batch,
+        trace_question=settings.tracing.question_text,
+    )
+    stats: TermStats = index if index is not None else FlatStats(term_extractor())
+    rewriter: QueryRewriter = LocalKeywordRewriter(term_extractor())
+    # With the local index's embeddings (once built), grading and the extractive answer read meaning too.
+    chunk_terms = ChunkTermsMemo(stats)  # shared: each retrieved chunk is tokenized once, not twice
+    translator = translator_for(settings.lexicon_path, index)
+    grader: Grader = LocalGrader(
+        stats,
+        index,
+        chunk_terms=chunk_terms,
+        translator=translator,
+        words_only_answers=settings.words_only_answers,
+    )
+    generator: AnswerGenerator = ExtractiveComposer(
+        stats, settings.answer_max_chars, vectors=index, chunk_terms=chunk_terms, translator=translator
+    )
+    refiner: KnowledgeRefiner = PassThroughRefiner()
+    closers: list[Closer] = []
+    llm = LlmClient.from_settings(settings.llm)
+    if llm is not None:
+        rewriter = LlmRewriter(llm, rewriter, settings.web_rewrite)
+        grader = LlmGrader(
+            llm,
+            grader,
+            settings.grade_concurrency,
+            settings.grade_batch,
+            settings.grade_batch_size,
+            settings.refine_min_chars,
+        )
+        generator = LlmGenerator(llm, generator, settings.followups)
+        if settings.refine:
+            refiner = LlmRefiner(llm, settings.refine_min_chars)
+        closers.append(llm.close)
+    searcher = search_provider(settings)[1].build(settings, index, llm)
+    closers.extend(searcher.closers)
+    cache = _cache(settings, index, version)
+    if cache is not None:
+        closers.append(cache.close)
+    web_search = web_module.build(settings)
+    web_close = getattr(web_search, "close", None)
+    if web_close is not None:  # a provider holding connections (SerpAPI's session)
+        closers.append(web_close)
+    return CragEngine(
+        rewriter=rewriter,
+        retriever=searcher.retriever,
+        grader=grader,
+        web=web_search,
+        generator=generator,
+        config=config,
+        refiner=refiner,
+        closers=closers,
+        cache=cache,
+    )
+
+
+def _cache(
+    settings: CragSettings, index: LocalIndex | None, remote_version: Callable[[], str] | None = None
+) -> AnswerCache | None:
+    """Redis when CRAG_CACHE_URL is set, else this process's memory; None when the TTL is 0.
+
+    The version keys answers to the documents: the local index's is a fingerprint of their content
+    (the same on every instance serving the same files). A remote index (Azure AI Search) has none
+    ("") unless a SharePoint sync into it says (remote_version); without one its answers are
+    forgotten only when the TTL runs out, or with a new CRAG_CACHE_PREFIX."""
+    if settings.cache_ttl <= 0:
+        return None
+    version = (lambda: index.version) if index is not None else (remote_version or (lambda: ""))
+    url = settings.cache_url.get_secret_value()
+    if url:
+        return RedisAnswerCache.from_url(
+            url, settings.cache_ttl, version, settings.cache_prefix, settings.cache_timeout
+        )
+    if settings.cache_size <= 0:
+        return None
+    return MemoryAnswerCache(settings.cache_ttl, settings.cache_size, version)
+
+
+def uses_local_index(settings: CragSettings) -> bool:
+    """Whether the search provider answers from the local index (the app opens it first)."""
+    return search_provider(settings)[1].USES_LOCAL_INDEX

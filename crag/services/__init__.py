@@ -1,0 +1,1 @@
+"""Clients of outside services: the language model (llm), web search (web) and Microsoft Graph (graph)."""

@@ -1,0 +1,1 @@
+"""Web search providers (SerpAPI, off), registered in crag/config/providers.py."""

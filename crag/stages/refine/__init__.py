@@ -1,0 +1,1 @@
+"""Knowledge refinement: keep only what bears on the question (the LLM refiner lives in crag/services/llm)."""

@@ -1,1 +1,0 @@
-"""Replies: a CragResult as the activity a channel gets (card, Teams message). Builds, never sends."""

@@ -1,0 +1,242 @@
+"""python -m service.feedback [--store sqlite|postgres] [--db FILE] export [--format csv|jsonl] [--out FILE]
+python -m service.feedback [--store sqlite|postgres] [--db FILE] stats [--json] | migrate
+python -m service.feedback [--store sqlite|postgres] [--db FILE] to-eval [--down] [--refused] --out DIR
+[--corpus DIR]
+
+Reads the feedback database the bot writes, so it is safe while the bot runs: the SQLite file
+(CRAG_FEEDBACK_DB, default data/feedback.sqlite3, opened read-only) or, with --store postgres or
+CRAG_FEEDBACK_STORE=postgres, the PostgreSQL database of CRAG_POSTGRES_URL (from the environment only:
+a password on the command line would show in the process list). `migrate` brings the schema up to
+date (the bot also does it at start). `to-eval` turns rated-down and refused answers into an
+evaluation set for `python -m crag.cli.eval` (service/feedback/to_eval.py). Also `python -m service.feedback`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import csv
+import json
+import os
+import sqlite3
+import sys
+from collections import Counter
+from pathlib import Path
+from typing import Any, TextIO
+
+from crag.config.paths import SAMPLE_DOCS
+from crag.config.settings import REPO_ROOT
+from service import redact
+
+COLUMNS = [
+    "id",
+    "created_at",
+    "updated_at",
+    "result_id",
+    "reaction",
+    "comment",
+    "source",
+    "question",
+    "answer",
+    "branch",
+    "cited_files",
+    "conversation_id",
+    "user_id",
+    "channel_id",
+]
+
+
+def default_db() -> Path:
+    return Path(os.environ.get("CRAG_FEEDBACK_DB") or REPO_ROOT / "data" / "feedback.sqlite3")
+
+
+def read_sqlite_rows(db: Path) -> list[dict[str, Any]]:
+    if not db.is_file():
+        raise FileNotFoundError(f"feedback database not found: {db}")
+    conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
+    try:
+        conn.row_factory = sqlite3.Row
+        return [
+            dict(r) for r in conn.execute(f"SELECT {', '.join(COLUMNS)} FROM answer_feedback ORDER BY id")
+        ]
+    finally:
+        conn.close()
+
+
+def read_rows(store: str, db: Path) -> list[dict[str, Any]]:
+    if store == "postgres":
+        from service.feedback.postgres_store import read_rows as read_postgres_rows
+
+        return asyncio.run(read_postgres_rows(postgres_url(), COLUMNS))
+    return read_sqlite_rows(db)
+
+
+def postgres_url() -> str:
+    return os.environ.get("CRAG_POSTGRES_URL", "")
+
+
+def migrate(store: str, db: Path) -> str:
+    """Bring the schema up to date; returns what was done, in words."""
+    if store == "postgres":
+        from service.feedback.postgres_store import migrate_database
+
+        applied, version = asyncio.run(migrate_database(postgres_url()))
+        done = f"applied {', '.join(map(str, applied))}" if applied else "nothing to apply"
+        return f"feedback schema at version {version} ({done})"
+    from service.feedback.store import FeedbackStore
+
+    async def create() -> None:
+        store = FeedbackStore(db)
+        await store.open()
+        await store.close()
+
+    asyncio.run(create())
+    return f"feedback schema of {db} up to date"
+
+
+# A spreadsheet runs a cell that starts with one of these as a formula (=HYPERLINK(…), +cmd|…, @SUM(…));
+# OWASP's CSV-injection advice: prefix such cells with a single quote so they are shown as text.
+# defusedcsv would not do: it leaves tab and carriage return alone and rewrites "|" inside the text.
+_FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+
+
+def csv_cell(value: Any) -> Any:
+    """A cell safe to open in a spreadsheet: text starting like a formula gets a leading quote."""
+    if isinstance(value, str) and value.startswith(_FORMULA_START):
+        return "'" + value
+    return value
+
+
+def export(rows: list[dict[str, Any]], fmt: str, out: TextIO) -> None:
+    if fmt == "jsonl":
+        for row in rows:
+            out.write(
+                json.dumps({**row, "cited_files": json.loads(row["cited_files"] or "[]")}, ensure_ascii=False)
+            )
+            out.write("\n")
+        return
+    writer = csv.DictWriter(out, fieldnames=COLUMNS)
+    writer.writeheader()
+    writer.writerows({key: csv_cell(value) for key, value in row.items()} for row in rows)
+
+
+def stats(rows: list[dict[str, Any]]) -> dict[str, dict[str, dict[str, int]]]:
+    by_branch: dict[str, Counter[str]] = {}
+    by_day: dict[str, Counter[str]] = {}
+    for row in rows:
+        by_branch.setdefault(row["branch"], Counter())[row["reaction"]] += 1
+        by_day.setdefault(row["updated_at"][:10], Counter())[row["reaction"]] += 1
+    as_dict = {
+        "by_branch": {k: {"up": v["up"], "down": v["down"]} for k, v in sorted(by_branch.items())},
+        "by_day": {k: {"up": v["up"], "down": v["down"]} for k, v in sorted(by_day.items())},
+    }
+    return as_dict
+
+
+def print_stats(summary: dict[str, dict[str, dict[str, int]]], out: TextIO) -> None:
+    for title, key in (("branch", "by_branch"), ("day", "by_day")):
+        out.write(f"{title:<12} {'👍':>6} {'👎':>6} {'share 👍':>9}\n")
+        for name, counts in summary[key].items():
+            total = counts["up"] + counts["down"]
+            share = counts["up"] / total if total else 0.0
+            out.write(f"{name:<12} {counts['up']:>6} {counts['down']:>6} {share:>9.0%}\n")
+        out.write("\n")
+
+
+def _safe(exc: BaseException) -> str:
+    """The error's message, without the DSN or its password should a driver quote them."""
+    text = str(exc) or type(exc).__name__
+    return redact.RedactingFilter(redact.url_secrets(postgres_url())).redact(text)
+
+
+def default_docs() -> Path:
+    return Path(os.environ.get("CRAG_DOCS_DIR") or SAMPLE_DOCS)
+
+
+def to_eval(store: str, db: Path, down: bool, refused: bool, corpus: Path, out: Path) -> str:
+    """Write the evaluation set; returns what was done, in words."""
+    from service.feedback import to_eval as exporter
+
+    if store == "postgres":
+        flagged = asyncio.run(exporter.read_postgres(postgres_url(), down, refused))
+    else:
+        flagged = exporter.read_sqlite(db, down, refused)
+    chosen = " or ".join(n for n, on in (("rated down", down), ("refused", refused)) if on)
+    if not flagged:
+        return f"no {chosen} answers: nothing written"
+    questions = exporter.export(flagged, corpus, out)
+    return (
+        f"{len(questions)} questions ({len(flagged)} {chosen} answers) written to {out}/questions.jsonl "
+        f"with a copy of {corpus}: write their answers, then run python -m crag.cli.eval {out} --out RUN"
+    )
+
+
+def main(argv: list[str] | None = None, prog: str = "python -m service.feedback") -> int:
+    parser = argparse.ArgumentParser(prog=prog, description=__doc__.split("\n\n")[1])
+    parser.add_argument(
+        "--store",
+        choices=("sqlite", "postgres"),
+        default=os.environ.get("CRAG_FEEDBACK_STORE") or "sqlite",
+        help="where the feedback is (default CRAG_FEEDBACK_STORE, else sqlite)",
+    )
+    parser.add_argument("--db", type=Path, default=None, help="SQLite file (default CRAG_FEEDBACK_DB)")
+    commands = parser.add_subparsers(dest="command", required=True)
+    exp = commands.add_parser("export", help="every rating, as CSV or JSON lines")
+    exp.add_argument("--format", choices=("csv", "jsonl"), default="csv")
+    exp.add_argument("--out", type=Path, default=None, help="file to write (default: standard output)")
+    st = commands.add_parser("stats", help="likes and dislikes by branch and by day")
+    st.add_argument("--json", action="store_true", help="machine-readable output")
+    commands.add_parser("migrate", help="bring the database's schema up to date")
+    ev = commands.add_parser(
+        "to-eval",
+        help="rated-down and refused answers as an evaluation set for python -m crag.cli.eval",
+        description="Without --down or --refused, both.",
+    )
+    ev.add_argument("--down", action="store_true", help="answers rated 👎")
+    ev.add_argument("--refused", action="store_true", help="answers that were the 'cannot answer' text")
+    ev.add_argument("--out", type=Path, required=True, help="new folder for the evaluation set")
+    ev.add_argument(
+        "--corpus",
+        type=Path,
+        default=None,
+        help="documents to copy in (default CRAG_DOCS_DIR, else sample_docs)",
+    )
+    args = parser.parse_args(argv)
+    try:
+        if args.command == "migrate":
+            print(migrate(args.store, args.db or default_db()), file=sys.stderr)
+            return 0
+        if args.command == "to-eval":
+            both = not args.down and not args.refused
+            done = to_eval(
+                args.store,
+                args.db or default_db(),
+                args.down or both,
+                args.refused or both,
+                args.corpus or default_docs(),
+                args.out,
+            )
+            print(done, file=sys.stderr)
+            return 0
+        rows = read_rows(args.store, args.db or default_db())
+    except Exception as exc:  # unreachable server, missing file, no schema, bad setting
+        print(f"error: {_safe(exc)}", file=sys.stderr)
+        return 2
+    if args.command == "export":
+        if args.out:
+            with args.out.open("w", encoding="utf-8", newline="") as f:
+                export(rows, args.format, f)
+            print(f"exported {len(rows)} ratings to {args.out}", file=sys.stderr)
+        else:
+            export(rows, args.format, sys.stdout)
+        return 0
+    summary = stats(rows)
+    if args.json:
+        print(json.dumps(summary, ensure_ascii=False, indent=1))
+    else:
+        print_stats(summary, sys.stdout)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,210 @@
+"""What the bot and the turn use of a feedback store, whichever database holds it.
+
+Two stores keep this contract: SQLite (service/feedback/store.py, one file, the zero-setup default) and
+PostgreSQL (postgres_store.py, shared by several instances). service/runtime.py picks one from
+the settings; nothing else knows which it is.
+
+The guarantees both give: a caller is answered only after its row was committed, or, when the
+database cannot take it, after it was appended and fsynced to the local fallback file
+(service/feedback/pending.py) that is replayed later; a rating is one row per (answer, user), a second rating
+by the same user updates it; a rating of an answer the store never gave (or gave in another
+conversation) is refused.
+"""
+
+from __future__ import annotations
+
+import json
+from abc import ABC, abstractmethod
+from dataclasses import dataclass
+from datetime import datetime
+from enum import StrEnum
+from pathlib import Path
+from typing import Any, Literal, Protocol
+
+from crag.core.models import CragResult
+from service.feedback.records import AnswerRecord, RatingRecord
+
+Reaction = Literal["up", "down"]
+
+
+class FeedbackOutcome(StrEnum):
+    STORED = "stored"
+    UPDATED = "updated"  # the same user changed or repeated their rating
+    UNKNOWN_ANSWER = "unknown_answer"
+    PENDING = "pending"  # the database was busy or down: kept in the fallback file, written later
+
+
+@dataclass(frozen=True)
+class FeedbackReceipt:
+    outcome: FeedbackOutcome
+    language: str = ""  # the rated answer's language, to acknowledge in kind
+
+
+class FeedbackStoreError(RuntimeError):
+    """The database answered but refused the store at start (no such database, wrong password, no
+    rights): a setting to fix, said as such, not a database that is down for a while."""
+
+
+class Feedback(Protocol):
+    """A feedback store: every answer given and every rating received."""
+
+    pending_path: Path  # the fallback file of writes the database refused
+    quarantined: list[str]  # damaged files moved aside since the store was created
+
+    async def open(self) -> None: ...
+
+    async def close(self) -> None: ...
+
+    async def record_answer(
+        self,
+        result: CragResult,
+        conversation_id: str,
+        user_id: str,
+        channel_id: str,
+        card: dict[str, Any] | None = None,
+    ) -> None: ...
+
+    async def set_message_id(self, result_id: str, message_id: str) -> None: ...
+
+    async def record_feedback(
+        self,
+        result_id: str,
+        reaction: Reaction,
+        conversation_id: str,
+        user_id: str,
+        channel_id: str,
+        source: str = "card",
+        comment: str = "",
+    ) -> FeedbackReceipt: ...
+
+    async def replay_pending(self) -> int: ...
+
+    async def answer_for_message(self, conversation_id: str, message_id: str | None) -> str | None: ...
+
+    async def stored_card(self, result_id: str) -> dict[str, Any] | None: ...
+
+    async def feedback_rows(self) -> list[dict[str, Any]]: ...
+
+    async def answers_since(self, since: datetime, limit: int) -> list[AnswerRecord]:
+        """Answers given at or after `since`, newest first, at most `limit` of them."""
+        ...
+
+    async def ratings_since(self, since: datetime) -> list[RatingRecord]:
+        """Ratings made or changed at or after `since`, newest first, with the rated answer's web
+        sources."""
+        ...
+
+
+# The text fields of an answer row, in order. The first 12 are those of rows written before the
+# dashboard's columns existed: the fallback file may still hold such rows, replayed with defaults.
+ANSWER_FIELDS = (
+    "result_id",
+    "created_at",
+    "conversation_id",
+    "user_id",
+    "channel_id",
+    "language",
+    "question",
+    "answer",
+    "branch",
+    "cited_files",
+    "web_urls",
+    "card_json",
+    "refused",  # "1" / "0": the engine's fixed "cannot answer" text was returned
+    "cache_hit",  # "1" / "0": served from the answer cache
+    "timings_ms",  # JSON {stage: ms} (CragResult.timings_ms); "" for rows that predate it
+    "web_status",  # WebStatus: not_needed, off, ok, failed
+)
+_OLD_ANSWER_FIELDS = 12
+_NEW_FIELD_DEFAULTS = ["0", "0", "", ""]
+
+
+def answer_row(
+    result: CragResult, conversation_id: str, user_id: str, channel_id: str, card: Any
+) -> list[str]:
+    """An answer as the text fields both stores write (and the fallback file keeps): ANSWER_FIELDS."""
+    return [
+        result.id,
+        result.created_at.isoformat(),
+        conversation_id,
+        user_id,
+        channel_id,
+        result.language,
+        result.question,
+        result.answer,
+        result.branch.value,
+        json.dumps(result.cited_files, ensure_ascii=False),
+        json.dumps(result.web_urls, ensure_ascii=False),
+        json.dumps(card, ensure_ascii=False) if card else "",
+        "1" if result.refused else "0",
+        "1" if result.cache_hit else "0",
+        json.dumps(result.timings_ms),
+        result.web.status.value,
+    ]
+
+
+def checked_answer_row(row: Any) -> list[str]:
+    """A row to insert: every field text, an older 12-field row (kept in the fallback file by an
+    earlier version) completed with the defaults of the fields added since."""
+    if not isinstance(row, list) or not all(isinstance(x, str) for x in row):
+        raise ValueError("an answer row is a list of text fields")
+    fields: list[str] = [*row, *_NEW_FIELD_DEFAULTS] if len(row) == _OLD_ANSWER_FIELDS else list(row)
+    if len(fields) != len(ANSWER_FIELDS):
+        raise ValueError(f"an answer row has {len(ANSWER_FIELDS)} text fields (or {_OLD_ANSWER_FIELDS})")
+    return fields
+
+
+def feedback_args(
+    result_id: str,
+    reaction: Reaction,
+    conversation_id: str,
+    user_id: str,
+    channel_id: str,
+    source: str,
+    comment: str,
+) -> dict[str, Any]:
+    return {
+        "result_id": result_id,
+        "reaction": reaction,
+        "conversation_id": conversation_id,
+        "user_id": user_id,
+        "channel_id": channel_id,
+        "source": source,
+        "comment": comment,
+    }
+
+
+class RecordsWrites(ABC):
+    """The contract's three writes, as the rows both stores record. A store supplies `_write(kind,
+    payload)`, which returns once the row is committed or kept in the fallback file."""
+
+    @abstractmethod
+    async def _write(self, kind: str, payload: Any) -> Any: ...
+
+    async def record_answer(
+        self,
+        result: CragResult,
+        conversation_id: str,
+        user_id: str,
+        channel_id: str,
+        card: dict[str, Any] | None = None,
+    ) -> None:
+        await self._write("answer", answer_row(result, conversation_id, user_id, channel_id, card))
+
+    async def set_message_id(self, result_id: str, message_id: str) -> None:
+        """The id the channel gave the answer message: Teams' native feedback refers to it."""
+        await self._write("message_id", {"result_id": result_id, "message_id": message_id})
+
+    async def record_feedback(
+        self,
+        result_id: str,
+        reaction: Reaction,
+        conversation_id: str,
+        user_id: str,
+        channel_id: str,
+        source: str = "card",
+        comment: str = "",
+    ) -> FeedbackReceipt:
+        args = feedback_args(result_id, reaction, conversation_id, user_id, channel_id, source, comment)
+        receipt: FeedbackReceipt = await self._write("feedback", args)
+        return receipt

@@ -1,0 +1,40 @@
+"""The README stays a newcomer's page, and no document or comment points outside the repository."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+OUTSIDE = re.compile(r"\.\./shared|DESIGN(\.md| §)|\bseed 00\d")
+
+
+def tracked(*suffixes: str) -> list[Path]:
+    out = subprocess.run(["git", "ls-files"], cwd=ROOT, capture_output=True, text=True, check=True).stdout
+    return [ROOT / f for f in out.split() if f.endswith(suffixes) and "/corpus/" not in f]
+
+
+def test_the_readme_is_short() -> None:
+    assert len((ROOT / "README.md").read_text("utf-8").splitlines()) <= 200
+
+
+def test_nothing_points_outside_the_repository() -> None:
+    this = Path(__file__).resolve()
+    hits = [
+        f"{path.relative_to(ROOT)}:{n}"
+        for path in tracked(".md", ".py", ".sh", ".toml")
+        if path.resolve() != this
+        for n, line in enumerate(path.read_text("utf-8").splitlines(), 1)
+        if OUTSIDE.search(line)
+    ]
+    assert hits == []
+
+
+def test_the_readmes_and_docs_links_resolve() -> None:
+    broken = []
+    for page in [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]:
+        for target in re.findall(r"\]\(([^)#\s]+)(?:#[^)]*)?\)", page.read_text("utf-8")):
+            if "://" not in target and not (page.parent / target).exists():
+                broken.append(f"{page.relative_to(ROOT)} -> {target}")
+    assert broken == []
