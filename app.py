@@ -34,7 +34,7 @@ from bot.crag_bot import REPLIED, CragBot
 from bot.documents import DocumentRoute
 from bot.state_storage import SqliteStorage, make_storage
 from crag.runtime.handle import uses_local_index
-from service import redact
+from service import client_address, redact
 from service.feedback.protocol import FeedbackStoreError
 from service.logsafe import esc
 from service.runtime import BotRuntime
@@ -69,7 +69,7 @@ def create_app(settings: BotSettings) -> web.Application:
     user_state = UserState(storage)
     bot = CragBot(runtime, conversation_state, user_state)
 
-    middlewares: list[Middleware] = [_error_middleware]
+    middlewares: list[Middleware] = [client_address.middleware(settings.proxy_networks), _error_middleware]
     if not settings.app_id or settings.allowed_hosts:
         # Against DNS rebinding: the unauthenticated local mode answers only names that are its own.
         hosts = HostCheck([*settings.allowed_hosts.split(","), urlsplit(settings.base_url).netloc])

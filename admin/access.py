@@ -33,6 +33,7 @@ from aiohttp import web
 
 from admin.entra import EntraGroupTokens
 from admin.errors import Denied
+from service.client_address import client_of
 from service.logsafe import esc
 from service.settings import BotSettings
 
@@ -255,4 +256,4 @@ class AdminAccess:
 
 
 def client(request: web.Request) -> str:
-    return request.remote or "unknown"
+    return client_of(request) or "unknown"

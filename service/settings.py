@@ -11,6 +11,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 from pydantic import Field, SecretStr, model_validator
 
 from crag.config.settings import REPO_ROOT, CragSettings
+from service.client_address import Network, parse_networks
 
 ADMIN_KEY_MIN_CHARS = 16  # a shared key guessable in a few tries would protect nothing
 _GUID = re.compile(r"^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$")
@@ -100,6 +101,10 @@ class BotSettings(CragSettings):
     # an app id is refused unless CRAG_ALLOW_REMOTE_UNAUTHENTICATED is set.
     allowed_hosts: str = Field(default="", alias="CRAG_ALLOWED_HOSTS")
     allow_remote_unauthenticated: bool = Field(default=False, alias="CRAG_ALLOW_REMOTE_UNAUTHENTICATED")
+    # Reverse proxies in front of the bot (addresses or CIDR ranges, comma-separated): from these
+    # peers X-Forwarded-For names the client that rate limits and the admin lockout count
+    # (service/client_address.py). Empty: the TCP peer is the client, whatever the header says.
+    trusted_proxies: str = Field(default="", alias="CRAG_TRUSTED_PROXIES")
     # A client has this many seconds to send a request (headers, from connecting or from the previous
     # answer) and again to send its body; then the connection is closed (slowloris).
     http_client_timeout: float = Field(default=15.0, gt=0, le=3600, alias="CRAG_HTTP_CLIENT_TIMEOUT")
@@ -138,6 +143,11 @@ class BotSettings(CragSettings):
     teams_app_version: str = Field(default="", alias="TEAMS_APP_VERSION")
 
     @model_validator(mode="after")
+    def _proxies_readable(self) -> BotSettings:
+        self.proxy_networks  # noqa: B018 - raises ValueError naming a bad entry
+        return self
+
+    @model_validator(mode="after")
     def _admin_access_sound(self) -> BotSettings:
         key = self.admin_key.get_secret_value()
         if key and len(key) < ADMIN_KEY_MIN_CHARS:
@@ -160,6 +170,10 @@ class BotSettings(CragSettings):
         except (ZoneInfoNotFoundError, ValueError):
             raise ValueError(f"CRAG_ADMIN_TIMEZONE={self.admin_timezone!r} is not a time zone name") from None
         return self
+
+    @property
+    def proxy_networks(self) -> tuple[Network, ...]:
+        return parse_networks(self.trusted_proxies.split(","))
 
     @property
     def admin_tenant(self) -> str:

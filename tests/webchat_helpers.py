@@ -17,6 +17,7 @@ from botbuilder.core import ActivityHandler, TurnContext
 from botbuilder.integration.aiohttp import CloudAdapter, ConfigurationBotFrameworkAuthentication
 from botbuilder.schema import Activity, ChannelAccount
 
+from service import client_address
 from service.settings import BotSettings
 from webchat import setup_webchat
 from webchat.limits import LocalLimits
@@ -91,7 +92,8 @@ async def webchat_app(
     adapter = CloudAdapter(ConfigurationBotFrameworkAuthentication(config.bot_framework_config()))
     bot = EchoBot()
     monotonic, wall = Clock(), Clock(1_800_000_000.0)
-    app = web.Application()
+    # As app.py wires it: the client's address is found before any handler runs.
+    app = web.Application(middlewares=[client_address.middleware(config.proxy_networks)])
     setup_webchat(
         app, config, adapter, bot.on_turn, limits=limits, bundle=bundle, monotonic=monotonic, wall_clock=wall
     )

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from aiohttp import web
 
+from service.client_address import client_of
 from webchat.activities import locale_of
 from webchat.connector_api import service_url
 from webchat.cors import Cors
@@ -40,7 +41,7 @@ class _DirectLineHandler:
         claims = self._service.authorize(request.headers.get("Authorization"))
         _, created = await self._service.start(
             claims,
-            request.remote or "",
+            client_of(request),
             service_url(request, self._service, self._port),
             locale_of(request.headers.get("Accept-Language")),
         )

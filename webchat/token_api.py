@@ -11,6 +11,7 @@ import logging
 
 from aiohttp import web
 
+from service.client_address import client_of
 from webchat.cors import Cors
 from webchat.directline_api import PREFIX as LOCAL_PREFIX
 from webchat.errors import ApiError, too_many_requests
@@ -57,8 +58,8 @@ class TokenApi:
         return response
 
     async def _token(self, request: web.Request) -> web.Response:
-        # The peer address, not X-Forwarded-For: a client could write any address there.
-        wait = self._limiter.acquire(request.remote or "")
+        # The client's address: X-Forwarded-For only from a trusted proxy (service/client_address.py).
+        wait = self._limiter.acquire(client_of(request))
         if wait:
             raise too_many_requests(wait, "too many token requests; try again later")
         if self._exchange is not None:

@@ -5,10 +5,12 @@ python -m service.feedback [--store sqlite|postgres] [--db FILE] to-eval [--down
 
 Reads the feedback database the bot writes, so it is safe while the bot runs: the SQLite file
 (CRAG_FEEDBACK_DB, default data/feedback.sqlite3, opened read-only) or, with --store postgres or
-CRAG_FEEDBACK_STORE=postgres, the PostgreSQL database of CRAG_POSTGRES_URL (from the environment only:
-a password on the command line would show in the process list). `migrate` brings the schema up to
-date (the bot also does it at start). `to-eval` turns rated-down and refused answers into an
-evaluation set for `python -m crag.cli.eval` (service/feedback/to_eval.py). Also `python -m service.feedback`.
+CRAG_FEEDBACK_STORE=postgres, the PostgreSQL database of CRAG_POSTGRES_URL (from the environment or .env
+only: a password on the command line would show in the process list). The settings are read as the bot
+reads them, from the environment and .env, so the CLI finds the store the bot writes to. `migrate`
+brings the schema up to date (the bot also does it at start). `to-eval` turns rated-down and refused
+answers into an evaluation set for `python -m crag.cli.eval` (service/feedback/to_eval.py). Installed as
+a package: `crag-feedback`.
 """
 
 from __future__ import annotations
@@ -17,16 +19,38 @@ import argparse
 import asyncio
 import csv
 import json
-import os
 import sqlite3
 import sys
 from collections import Counter
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any, Literal, TextIO
 
+from pydantic import Field, SecretStr, ValidationError
+
+from crag.config.env import EnvSettings
 from crag.config.paths import SAMPLE_DOCS
 from crag.config.settings import REPO_ROOT
 from service import redact
+
+
+class FeedbackCliSettings(EnvSettings):
+    """The bot's settings the CLI needs, read the same way (environment, then .env)."""
+
+    store: Literal["sqlite", "postgres"] = Field(default="sqlite", alias="CRAG_FEEDBACK_STORE")
+    db: Path = Field(default=REPO_ROOT / "data" / "feedback.sqlite3", alias="CRAG_FEEDBACK_DB")
+    postgres_url: SecretStr = Field(default=SecretStr(""), alias="CRAG_POSTGRES_URL")
+    docs_dir: Path = Field(default=SAMPLE_DOCS, alias="CRAG_DOCS_DIR")
+
+
+_settings: FeedbackCliSettings | None = None
+
+
+def settings() -> FeedbackCliSettings:
+    global _settings
+    if _settings is None:
+        _settings = FeedbackCliSettings()
+    return _settings
+
 
 COLUMNS = [
     "id",
@@ -47,7 +71,7 @@ COLUMNS = [
 
 
 def default_db() -> Path:
-    return Path(os.environ.get("CRAG_FEEDBACK_DB") or REPO_ROOT / "data" / "feedback.sqlite3")
+    return settings().db
 
 
 def read_sqlite_rows(db: Path) -> list[dict[str, Any]]:
@@ -72,7 +96,7 @@ def read_rows(store: str, db: Path) -> list[dict[str, Any]]:
 
 
 def postgres_url() -> str:
-    return os.environ.get("CRAG_POSTGRES_URL", "")
+    return settings().postgres_url.get_secret_value()
 
 
 def migrate(store: str, db: Path) -> str:
@@ -150,7 +174,7 @@ def _safe(exc: BaseException) -> str:
 
 
 def default_docs() -> Path:
-    return Path(os.environ.get("CRAG_DOCS_DIR") or SAMPLE_DOCS)
+    return settings().docs_dir
 
 
 def to_eval(store: str, db: Path, down: bool, refused: bool, corpus: Path, out: Path) -> str:
@@ -172,11 +196,18 @@ def to_eval(store: str, db: Path, down: bool, refused: bool, corpus: Path, out: 
 
 
 def main(argv: list[str] | None = None, prog: str = "python -m service.feedback") -> int:
+    global _settings
+    try:
+        _settings = FeedbackCliSettings()
+    except ValidationError as exc:  # names the bad setting and why, never its value
+        bad = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
+        print(f"invalid settings: {bad}", file=sys.stderr)
+        return 2
     parser = argparse.ArgumentParser(prog=prog, description=__doc__.split("\n\n")[1])
     parser.add_argument(
         "--store",
         choices=("sqlite", "postgres"),
-        default=os.environ.get("CRAG_FEEDBACK_STORE") or "sqlite",
+        default=_settings.store,
         help="where the feedback is (default CRAG_FEEDBACK_STORE, else sqlite)",
     )
     parser.add_argument("--db", type=Path, default=None, help="SQLite file (default CRAG_FEEDBACK_DB)")
