@@ -95,10 +95,6 @@ class EngineConfig:
     # The question's text on the turn's span (CRAG_TRACE_QUESTIONS): off, traces hold no user text.
     trace_question: bool = False
 
-    @property
-    def policy(self) -> Thresholds:
-        return self.thresholds
-
 
 @dataclass(frozen=True)
 class TurnState:
@@ -145,7 +141,6 @@ class CragEngine:
         self.web = web
         self.generator = generator
         self.config = config or EngineConfig()
-        self.policy = self.config.policy
         self.refiner: KnowledgeRefiner = refiner or PassThroughRefiner()
         self.extracting = (
             grader if self.config.extract_in_grading and isinstance(grader, ExtractingGrader) else None
@@ -276,7 +271,7 @@ class _Turn:
                 s = await self.step("research", self.lean_on_previous if lean else self.research, s)
                 s = await self.step("grade", self.grade, s)
                 s = self.route(s)
-            if self.e.policy.needs_web(s.branch):
+            if self.e.config.thresholds.needs_web(s.branch):
                 await self.stage(Stage.WEB)
                 s = await self.step("web", self.search_web, s)
             await self.stage(Stage.WRITING)
@@ -308,7 +303,9 @@ class _Turn:
         if len(s.parts) > 1 and new:
             by_part = [await self.scores(part, new) for part in s.parts]
             part_best = tuple(max([best, *x]) for best, x in zip(s.part_best, by_part, strict=True))
-            missing = tuple(p for p, b in zip(s.parts, part_best, strict=True) if not self.e.policy.covers(b))
+            missing = tuple(
+                p for p, b in zip(s.parts, part_best, strict=True) if not self.e.config.thresholds.covers(b)
+            )
             # A passage that answers one part is as relevant as it is to that part: graded against the
             # whole question it scores low (the other part's words are missing from it), and the
             # answer lost that part ("…5日; お祝い金" with the ¥30,000 passage left out at 0.28).
@@ -324,7 +321,7 @@ class _Turn:
         return replace(s, graded=tuple(graded), searched=(), part_best=part_best, missing=missing)
 
     def route(self, s: TurnState) -> TurnState:
-        branch, kept = self.e.policy.decide(s.graded, s.missing)
+        branch, kept = self.e.config.thresholds.decide(s.graded, s.missing)
         return replace(s, branch=branch, kept=tuple(kept))
 
     def wants_research(self, s: TurnState) -> bool:

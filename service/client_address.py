@@ -36,25 +36,27 @@ def parse_networks(entries: Iterable[str]) -> tuple[Network, ...]:
     return tuple(networks)
 
 
-def _trusted(address: str, proxies: tuple[Network, ...]) -> bool:
+def _address(text: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address | None:
     try:
-        ip = ipaddress.ip_address(address)
+        return ipaddress.ip_address(text)
     except ValueError:
-        return False
-    return any(ip in network for network in proxies)
+        return None
+
+
+def _trusted(ip: ipaddress.IPv4Address | ipaddress.IPv6Address | None, proxies: tuple[Network, ...]) -> bool:
+    return ip is not None and any(ip in network for network in proxies)
 
 
 def client_address(peer: str, forwarded_for: list[str], proxies: tuple[Network, ...]) -> str:
     """The client's address, given the TCP peer and the X-Forwarded-For header values in order."""
-    if not proxies or not _trusted(peer, proxies):
+    if not _trusted(_address(peer), proxies):
         return peer
     hops = [hop.strip() for value in forwarded_for for hop in value.split(",")]
     for hop in reversed(hops):
-        try:
-            ipaddress.ip_address(hop)
-        except ValueError:
+        ip = _address(hop)
+        if ip is None:
             return peer  # not an address: the header cannot be read, so it names no one
-        if not _trusted(hop, proxies):
+        if not _trusted(ip, proxies):
             return hop
     return hops[0] if hops and hops[0] else peer  # every hop a proxy: the first is the nearest we know
 

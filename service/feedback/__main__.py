@@ -198,7 +198,8 @@ def to_eval(store: str, db: Path, down: bool, refused: bool, corpus: Path, out: 
 def main(argv: list[str] | None = None, prog: str = "python -m service.feedback") -> int:
     global _settings
     try:
-        _settings = FeedbackCliSettings()
+        # Read afresh on every call, as the commands below read it (default_db, postgres_url, ...).
+        _settings = config = FeedbackCliSettings()
     except ValidationError as exc:  # names the bad setting and why, never its value
         bad = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
         print(f"invalid settings: {bad}", file=sys.stderr)
@@ -207,7 +208,7 @@ def main(argv: list[str] | None = None, prog: str = "python -m service.feedback"
     parser.add_argument(
         "--store",
         choices=("sqlite", "postgres"),
-        default=_settings.store,
+        default=config.store,
         help="where the feedback is (default CRAG_FEEDBACK_STORE, else sqlite)",
     )
     parser.add_argument("--db", type=Path, default=None, help="SQLite file (default CRAG_FEEDBACK_DB)")

@@ -8,11 +8,11 @@ from __future__ import annotations
 
 import tomllib
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 from crag.core import texts as engine_texts
+from crag.core.texts import Lang as Lang  # the catalog's languages are the engine's
 
-Lang = Literal["ja", "en"]
 LANGS: tuple[Lang, ...] = ("ja", "en")
 CATALOG = Path(__file__).with_name("catalog.toml")
 
