@@ -39,6 +39,7 @@ class AnswerFigures(BaseModel):
     truncated: bool  # more answers than ANSWER_LIMIT in the window: the figures are of the newest
     by_branch: dict[str, int]
     refused: int
+    stopped: int  # turns the user stopped (Teams' Stop) before seeing an answer: not in the other figures
     by_channel: dict[str, int]
     by_language: dict[str, int]
 
@@ -190,12 +191,14 @@ def summarize(
     """`answers` and `ratings` are those of the window; `health` is the engine handle's status payload,
     `cache` its cache status, `skipped` its skipped documents with their reasons."""
     zone = ZoneInfo(win.timezone)
-    answers = [a for a in answers if a.created_at >= win.start]
+    in_window = [a for a in answers if a.created_at >= win.start]
+    # A stopped turn gave the user nothing to rate, to wait for or to miss: it is counted, no more.
+    answers = [a for a in in_window if not a.stopped]
     ratings = [r for r in ratings if r.updated_at >= win.start]
     down_rated = _down_rated(ratings)
     return AdminSummary(
         window=win,
-        answers=_answer_figures(answers),
+        answers=_answer_figures(answers, stopped=len(in_window) - len(answers)),
         ratings=_rating_figures(win, zone, answers, ratings),
         down_rated=down_rated[:MAX_DOWN_RATED],
         more_down_rated=max(0, len(down_rated) - MAX_DOWN_RATED),
@@ -206,11 +209,12 @@ def summarize(
     )
 
 
-def _answer_figures(answers: Sequence[AnswerRecord]) -> AnswerFigures:
+def _answer_figures(answers: Sequence[AnswerRecord], stopped: int) -> AnswerFigures:
     branches = Counter(a.branch for a in answers)
     return AnswerFigures(
         total=len(answers),
-        truncated=len(answers) >= ANSWER_LIMIT,
+        truncated=len(answers) + stopped >= ANSWER_LIMIT,
+        stopped=stopped,
         by_branch={b: branches.get(b, 0) for b in (*BRANCHES, *sorted(set(branches) - set(BRANCHES)))},
         refused=sum(a.refused for a in answers),
         by_channel=dict(Counter(a.channel_id or "?" for a in answers).most_common()),

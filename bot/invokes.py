@@ -1,4 +1,9 @@
-"""Invoke activities: Teams' native feedback buttons and Action.Execute on the answer card.
+"""Invoke activities: Teams' native feedback buttons, and Action.Execute on answer cards of earlier
+releases.
+
+No card the bot sends today carries Action.Execute (in Teams the thumbs are Teams' own, under the
+message). Cards sent by releases before native feedback did, and they stay in users' chats: their
+clicks still come here, are stored, and get the card back in its thanks state.
 
 botbuilder 4.17 turns a dict invoke body into an HTTP 500, so every body here is an msrest Model
 (an empty one for {}). Bad or tampered data gets a 400 or a 200 with an error card, never a 500.
@@ -88,7 +93,8 @@ async def native_feedback(context: TurnContext, runtime: BotRuntime) -> InvokeRe
 
 
 async def card_action(context: TurnContext, runtime: BotRuntime) -> InvokeResponse:
-    """Action.Execute on the answer card: store the rating and replace the card with its thanks state."""
+    """Action.Execute on an answer card of an earlier release: store the rating and replace the card
+    with its thanks state."""
     activity = context.activity
     lang: Lang = language_of(activity.locale)
     value = activity.value if isinstance(activity.value, dict) else {}

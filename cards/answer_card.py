@@ -20,7 +20,6 @@ def answer_card(
     result: CragResult,
     lang: Lang | None = None,
     include_answer: bool = True,
-    execute: bool = False,
     feedback_buttons: bool = True,
     show_scores: bool = False,
 ) -> dict[str, Any]:
@@ -29,9 +28,10 @@ def answer_card(
     label; raw grades of every passage only with `show_scores`).
 
     Without the answer text (Teams shows it as the message text, where the citations and the AI
-    label attach) the card keeps the rest. With `execute` (Teams) the thumbs are Action.Execute, so
-    the card can be refreshed in place, with an Action.Submit fallback; without `feedback_buttons`
-    (Teams' own feedback buttons are on the message) there are none."""
+    label attach) the card keeps the rest. Without `feedback_buttons` (Teams' own feedback buttons
+    are on the message) it has no thumbs; elsewhere they are Action.Submit, which every client of
+    the bot renders (Teams cards of earlier releases carried Action.Execute: bot/invokes.py still
+    takes their clicks)."""
     lang = lang or result.language
     badge = badge_key(result)
     body: list[dict[str, Any]] = [
@@ -76,8 +76,8 @@ def answer_card(
     if feedback_buttons:
         body.append(_text(t("helpful", lang), id="helpful", spacing="Medium", size="Small", isSubtle=True))
         actions = [
-            _feedback_action(result.id, "up", lang, execute),
-            _feedback_action(result.id, "down", lang, execute),
+            _feedback_action(result.id, "up", lang),
+            _feedback_action(result.id, "down", lang),
         ]
     card = {
         "type": "AdaptiveCard",
@@ -155,15 +155,12 @@ def _section(g: GradedChunk) -> str:
     return " › ".join(g.chunk.headers[1:]) or g.chunk.title
 
 
-def _feedback_action(result_id: str, reaction: str, lang: Lang, execute: bool) -> dict[str, Any]:
-    submit = {
+def _feedback_action(result_id: str, reaction: str, lang: Lang) -> dict[str, Any]:
+    return {
         "type": "Action.Submit",
         "title": t("thumbs_up" if reaction == "up" else "thumbs_down", lang),
         "data": {"action": FEEDBACK_ACTION, "result_id": result_id, "reaction": reaction},
     }
-    if not execute:
-        return submit
-    return {**submit, "type": "Action.Execute", "verb": FEEDBACK_ACTION, "fallback": submit}
 
 
 def thanks_card(card: dict[str, Any], reaction: str, lang: Lang) -> dict[str, Any]:

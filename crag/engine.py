@@ -53,6 +53,7 @@ from crag.core.protocols import (
     Retriever,
     StageSink,
     TextSink,
+    TurnStopped,
     WebSearch,
 )
 from crag.infra import trace, tracing
@@ -193,7 +194,11 @@ class CragEngine:
                     cached.cache_hit = True
                     turn.record(cached, cache_hit=True)
                     return cached
-            result = await _Turn(self, turn, on_stage or _ignore, on_text, reader).run(question, history)
+            try:
+                result = await _Turn(self, turn, on_stage or _ignore, on_text, reader).run(question, history)
+            except TurnStopped:
+                turn.stopped()
+                raise
             turn.record(result, cache_hit=False)
             if self.cache is not None:
                 await self.cache.put(question, history, result, scope)

@@ -10,6 +10,7 @@ never an activity. What the turn needs from the app is the small `TurnDeps` belo
 from __future__ import annotations
 
 import logging
+from collections.abc import Awaitable
 from typing import Any, Protocol
 
 from botbuilder.core import MessageFactory, StatePropertyAccessor, TurnContext
@@ -17,6 +18,7 @@ from botbuilder.schema import Activity, ActivityTypes
 
 from cards.teams_message import answer_reply
 from crag.core.models import CragResult, Turn
+from crag.core.protocols import TurnStopped
 from crag.runtime.handle import EngineHandle
 from crag.text.lang import detect_language
 from dialogs.commands import Command, classify, command_text
@@ -101,14 +103,20 @@ async def answer(context: TurnContext, deps: TurnDeps, history: StatePropertyAcc
         await context.send_activity(Activity(type=ActivityTypes.typing))
     stored: list[dict[str, Any]] = await history.get(context, list) or []
     asker = await deps.askers.asker(activity)
-    result = await engine.run(
-        question,
-        [Turn.model_validate(h) for h in stored],
-        on_stage=streamer.on_stage if streamer else None,
-        on_text=streamer.on_text if streamer else None,
-        reader=asker.reader,
-        attributes=turn_attributes(activity),
-    )
+    try:
+        result = await engine.run(
+            question,
+            [Turn.model_validate(h) for h in stored],
+            on_stage=streamer.on_stage if streamer else None,
+            on_text=streamer.on_text if streamer else None,
+            reader=asker.reader,
+            attributes=turn_attributes(activity),
+        )
+    except TurnStopped:
+        # Stopped in Teams: nothing more is sent, and the question is not remembered for follow-ups
+        # (the user saw no answer to it).
+        await _record(deps.feedback.record_stopped(question, detect_language(question), *_who(activity)))
+        return
     log.info(
         "answered branch=%s kept=%d cited=%s queries=%d total_ms=%.1f llm_calls=%d llm_tokens=%d notices=%s",
         result.branch.value,
@@ -124,18 +132,18 @@ async def answer(context: TurnContext, deps: TurnDeps, history: StatePropertyAcc
     # With access trimming they name the asker, so that /docs/ serves them only while they may read.
     result = deps.links.sign_result(result, asker.link_user)
     reply = answer_reply(result, activity.channel_id or "", show_scores=settings.card_scores)
+    # Recorded before it is sent: a rating can come as soon as the card shows. When the database
+    # fails, the answer still goes out; only ratings of it will be refused as unknown.
+    who = _who(activity)
+    await _record(deps.feedback.record_answer(result, *who, reply.card), result.id)
     try:
-        await deps.feedback.record_answer(
-            result,
-            activity.conversation.id,
-            activity.from_property.id if activity.from_property else "",
-            activity.channel_id or "",
-            reply.card,
-        )
-    except Exception:
-        # The answer still goes out; only ratings of it will be refused as unknown.
-        log.exception("could not record answer %s", result.id)
-    sent = await context.send_activity(streamer.finish(reply.activity) if streamer else reply.activity)
+        if streamer:
+            sent = await streamer.send_final(reply.activity)
+        else:
+            sent = await context.send_activity(reply.activity)
+    except TurnStopped:
+        await _record(deps.feedback.record_answer(result, *who, reply.card, stopped=True), result.id)
+        return
     if sent is not None and sent.id:
         try:
             await deps.feedback.set_message_id(result.id, sent.id)
@@ -146,3 +154,16 @@ async def answer(context: TurnContext, deps: TurnDeps, history: StatePropertyAcc
         [*stored, Turn(question=question, answer=result.answer).model_dump()][-turns:] if turns else []
     )
     await history.set(context, remembered)
+
+
+def _who(activity: Activity) -> tuple[str, str, str]:
+    """The conversation, the user and the channel an answer is stored under."""
+    user = activity.from_property.id if activity.from_property else ""
+    return activity.conversation.id, user, activity.channel_id or ""
+
+
+async def _record(write: Awaitable[None], result_id: str = "") -> None:
+    try:
+        await write
+    except Exception:
+        log.exception("could not record answer %s", result_id or "(stopped turn)")

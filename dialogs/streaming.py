@@ -5,19 +5,30 @@ the feedback buttons).
 Teams reads `streaminfo` entities on typing activities: the first update returns the stream id that
 every later one names, with an increasing sequence number; about one update per 1.5 s is allowed.
 Group chats, channels, the Emulator and Web Chat get the plain typing indicator instead.
+
+The user can press Stop while an answer streams. Teams then refuses the next update (and the final
+message) with 403 ContentStreamNotAllowed: the streamer raises TurnStopped, which ends the engine's
+turn, and the turn goes quietly (no error text, nothing sent). An update Teams refuses for any other
+reason (streaming not enabled, the stream's time limit) ends streaming, not the turn: the answer then
+comes as one plain message.
 """
 
 from __future__ import annotations
 
+import logging
 import re
 import time
 from typing import Any, ClassVar
 
 from botbuilder.core import TurnContext
-from botbuilder.schema import Activity, ActivityTypes, Entity
+from botbuilder.schema import Activity, ActivityTypes, Entity, ResourceResponse
+from botframework.connector.models import ErrorResponseException
 
 from crag.core.models import CITATION_MARKER
+from crag.core.protocols import TurnStopped
 from service.texts import Lang, t
+
+log = logging.getLogger(__name__)
 
 # A citation marker with the space before it: the stream shows the answer without them.
 _MARKER = re.compile(r"\s*" + CITATION_MARKER.pattern)
@@ -41,6 +52,23 @@ class StreamInfoEntity(Entity):  # type: ignore[misc]
         self.stream_sequence = stream_sequence
 
 
+def refusal(exc: ErrorResponseException) -> tuple[int, str, str]:
+    """The status, error code and message of a reply Teams refused."""
+    status = getattr(exc.response, "status_code", 0) or 0
+    detail = getattr(exc.error, "error", None)
+    return int(status), str(getattr(detail, "code", "") or ""), str(getattr(detail, "message", "") or "")
+
+
+def user_stopped(exc: ErrorResponseException) -> bool:
+    """Teams' answer to a streaming message after the user pressed Stop: 403, ContentStreamNotAllowed.
+    The same code with the stream's time limit in its message is Teams ending the stream, not the
+    user: that answer still goes out, as a plain message."""
+    status, code, message = refusal(exc)
+    if status != 403 and code != "ContentStreamNotAllowed":
+        return False
+    return "streaming time" not in message.lower()
+
+
 def can_stream(context: TurnContext) -> bool:
     activity = context.activity
     kind = activity.conversation.conversation_type if activity.conversation else None
@@ -56,6 +84,7 @@ class TeamsStreamer:
         self._last = 0.0
         self._last_text = ""
         self.stream_id: str | None = None
+        self.open = True  # False once Teams refused an update: the answer goes as a plain message
 
     async def on_stage(self, stage: str) -> None:
         await self._send("informative", t(f"stage.{stage}", self._lang), first=self.stream_id is None)
@@ -64,24 +93,51 @@ class TeamsStreamer:
         # Source numbers are renumbered in the final message: leave them out of the preview.
         await self._send("streaming", _MARKER.sub("", text))
 
-    def finish(self, reply: Activity) -> Activity:
-        """Mark the final message as closing the stream (when one was opened)."""
-        if self.stream_id is not None:
+    async def send_final(self, reply: Activity) -> ResourceResponse | None:
+        """Send the final message, closing the stream when one is open. Raises TurnStopped when
+        the user stopped the stream after its last update."""
+        if self.open and self.stream_id is not None:
             reply.entities = [
                 *(reply.entities or []),
                 StreamInfoEntity(stream_type="final", stream_id=self.stream_id),
             ]
-        return reply
+        try:
+            return await self._context.send_activity(reply)
+        except ErrorResponseException as exc:
+            if self.stream_id is not None and user_stopped(exc):
+                self._log_stop()
+                raise TurnStopped from None
+            raise
 
     async def _send(self, kind: str, text: str, first: bool = False) -> None:
         now = time.monotonic()
+        if not self.open:
+            return
         if not first and (now - self._last < self._interval or text == self._last_text):
             return  # Teams throttles faster updates; the next one carries the newer text anyway
         self._sequence += 1
         entity = StreamInfoEntity(stream_type=kind, stream_id=self.stream_id, stream_sequence=self._sequence)
-        response = await self._context.send_activity(
-            Activity(type=ActivityTypes.typing, text=text, entities=[entity])
-        )
+        try:
+            response = await self._context.send_activity(
+                Activity(type=ActivityTypes.typing, text=text, entities=[entity])
+            )
+        except ErrorResponseException as exc:
+            if self.stream_id is not None and user_stopped(exc):
+                self._log_stop()
+                raise TurnStopped from None
+            status, code, message = refusal(exc)
+            log.warning(
+                "Teams refused a streaming update (%d %s: %s): the answer goes as one message",
+                status,
+                code or "-",
+                message[:200],
+            )
+            self.open = False
+            return
         if self.stream_id is None and response is not None:
             self.stream_id = response.id
         self._last, self._last_text = now, text
+
+    def _log_stop(self) -> None:
+        self.open = False
+        log.info("the user stopped the streamed answer (after %d updates)", self._sequence)

@@ -10,6 +10,9 @@ from aiohttp import web
 
 from crag.eval.loopback import LoopbackServer
 
+# What Teams answers an activity naming a stream the user stopped.
+_STOPPED = (403, "ContentStreamNotAllowed", "Content stream was cancelled by user.")
+
 
 class FakeConnector(LoopbackServer):
     """Plays the Emulator's side: receives the bot's replies at {serviceUrl}/v3/conversations/..."""
@@ -18,6 +21,13 @@ class FakeConnector(LoopbackServer):
         super().__init__()
         self.activities: list[dict[str, Any]] = []
         self.requests: list[dict[str, Any]] = []  # method, path, headers of every call
+        # Teams' Stop button: after this many streaming updates are taken, every activity that names
+        # the stream (updates and the final message) is refused as Teams refuses them.
+        self.stop_after_updates: int | None = None
+        # A refusal of every streaming update (status, code, message), for channels that refuse them.
+        self.refuse_updates: tuple[int, str, str] | None = None
+        self.stop_at_final = False  # Stop pressed after the last update: only the final is refused
+        self.refused: list[dict[str, Any]] = []
 
     def routes(self, app: web.Application) -> None:
         app.router.add_post("/v3/conversations/{conversation}/activities", self._post)
@@ -29,10 +39,35 @@ class FakeConnector(LoopbackServer):
         self.requests.append(
             {"method": request.method, "path": request.path, "headers": dict(request.headers)}
         )
+        refusal = self._refusal(body)
+        if refusal is not None:
+            self.refused.append(body)
+            status, code, message = refusal
+            return web.json_response({"error": {"code": code, "message": message}}, status=status)
         body["_path"] = request.path
         body.setdefault("id", uuid.uuid4().hex)
         self.activities.append(body)
         return web.json_response({"id": body["id"]})
+
+    def _refusal(self, body: dict[str, Any]) -> tuple[int, str, str] | None:
+        info = next((e for e in body.get("entities") or [] if e.get("type") == "streaminfo"), None)
+        if info is None:
+            return None
+        if self.refuse_updates is not None and info.get("streamType") != "final":
+            return self.refuse_updates
+        if self.stop_at_final and info.get("streamType") == "final":
+            return _STOPPED
+        if self.stop_after_updates is None or "streamId" not in info:
+            return None
+        updates = sum(
+            1
+            for a in self.activities
+            if any(e.get("streamId") == info["streamId"] for e in a.get("entities") or [])
+            or a.get("id") == info["streamId"]
+        )
+        if updates >= self.stop_after_updates:
+            return _STOPPED
+        return None
 
     def messages(self, since: int = 0) -> list[dict[str, Any]]:
         return [a for a in self.activities[since:] if a.get("type") == "message"]

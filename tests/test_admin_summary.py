@@ -16,13 +16,15 @@ from admin.gaps import Asked, group_by_keywords
 from admin.summary import AdminSummary, percentile, summarize, window
 from crag.text.tokenize import term_extractor
 from service.feedback.postgres_store import PostgresFeedbackStore
-from service.feedback.protocol import Feedback
+from service.feedback.protocol import Feedback, checked_answer_row
 from service.feedback.store import FeedbackStore
 from tests.admin_data import (
+    PLANNED,
     SCRIPT_COMMENT,
     SCRIPT_QUESTION,
     fill,
     postgres_backdate,
+    result,
     sqlite_backdate,
 )
 from tests.servers.postgres import PostgresServer
@@ -229,6 +231,42 @@ async def test_answers_stored_before_the_new_columns_count_but_have_no_timings(t
         assert await store.replay_pending() == 1
         s = await summary_of(store)
         assert s.answers.total == 2 and s.gaps.asked == 1
+    finally:
+        await store.close()
+
+
+async def test_stopped_turns_are_counted_apart_from_the_answers(filled: tuple[Feedback, datetime]) -> None:
+    """Teams' Stop: a turn stopped mid-way (no answer) and an answer stopped before it showed are both
+    counted as stopped, and neither is an answer, a gap or a latency figure. Both stores."""
+    store, now = filled
+    before = await summary_of(store)
+    await store.record_stopped("有休って来年に持ち越せる？", "ja", "conv-stop", "asker", "msteams")
+    stopped_result = result(PLANNED[0], now).model_copy(update={"id": "r-stopped-late"})
+    await store.record_answer(stopped_result, "conv-stop", "asker", "msteams")
+    await store.record_answer(stopped_result, "conv-stop", "asker", "msteams", stopped=True)
+    s = await summary_of(store)
+    assert s.answers.stopped == 2 and before.answers.stopped == 0
+    assert s.answers.total == before.answers.total
+    assert s.answers.by_branch == before.answers.by_branch
+    assert s.gaps.asked == before.gaps.asked and s.latency == before.latency
+    records = {a.result_id: a for a in await store.answers_since(now - timedelta(days=1), 100)}
+    assert records["r-stopped-late"].stopped and records["r-stopped-late"].answer == stopped_result.answer
+    [early] = [a for a in records.values() if a.question == "有休って来年に持ち越せる？"]
+    assert early.stopped and early.answer == "" and early.branch == "" and early.timings_ms is None
+
+
+async def test_a_sixteen_field_row_of_the_fallback_file_replays_as_not_stopped(tmp_path: Path) -> None:
+    store = FeedbackStore(tmp_path / "f.sqlite3")
+    await store.open()
+    try:
+        row = ["r16", datetime.now(UTC).isoformat(), "c", "u", "emulator", "en", "q?", "a", "correct"]
+        row += ['["a.md"]', "[]", "", "0", "0", "{}", "ok"]
+        store.pending.keep([{"kind": "answer", "row": row}])
+        assert await store.replay_pending() == 1
+        s = await summary_of(store)
+        assert (s.answers.total, s.answers.stopped) == (1, 0)
+        with pytest.raises(ValueError, match="17 text fields"):
+            checked_answer_row(row[:15])
     finally:
         await store.close()
 

@@ -73,6 +73,30 @@ def test_card_shows_answer_branch_sources_behind_a_toggle_and_feedback() -> None
     ]
 
 
+def test_no_reply_the_bot_sends_carries_action_execute() -> None:
+    """Action.Execute is only taken (bot/invokes.py), for cards of earlier releases; every reply sent
+    today uses actions each client renders: the answer on every channel, the welcome, the thanks."""
+    from cards.answer_card import thanks_card
+    from cards.teams_message import answer_reply
+    from cards.welcome_card import welcome_card
+
+    channels = ("msteams", "webchat", "emulator")
+    replies = [answer_reply(_result(b), channel) for b in Branch for channel in channels]
+    cards = [r.card for r in replies] + [thanks_card(r.card, "up", "ja") for r in replies]
+    cards += [welcome_card("CRAG Assistant", lang, ["有給休暇は何日？"]) for lang in ("ja", "en")]
+    kinds = {a.get("type") for c in cards for a in _actions(c)}
+    assert "Action.Execute" not in kinds and "Action.Submit" in kinds
+
+
+def _actions(node: object) -> list[dict[str, object]]:
+    if isinstance(node, dict):
+        found = [node] if str(node.get("type", "")).startswith("Action.") else []
+        return found + [a for v in node.values() for a in _actions(v)]
+    if isinstance(node, list):
+        return [a for v in node for a in _actions(v)]
+    return []
+
+
 def test_raw_grades_only_with_the_setting() -> None:
     card = answer_card(_result(), show_scores=True)
     assert "0.93" in card_text(find_by_id(card, "scores"))  # type: ignore[arg-type]

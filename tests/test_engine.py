@@ -240,8 +240,10 @@ async def test_extract_names_the_subject_a_quoted_sentence_leaves_out(engine: Cr
         [graded("ハノーファー", "ライネ川沿いに位置し、ミッテルランド運河が市内を走る交通の要所である。", 0)],
         [],
     )
-    assert answer.text.startswith("【ハノーファー】ライネ川沿い")
-    # A sentence that names the subject itself gets no lead-in, nor does a web page's site name.
+    # The fact first, the subject named after it (never a bracketed title ahead of the fact).
+    assert answer.text.startswith("ライネ川沿いに位置し")
+    assert "交通の要所である。（ハノーファー） [1]" in answer.text
+    # A sentence that names the subject itself gets no title, nor does a web page's site name.
     answer = await engine.generator.generate(
         "豊岡市の年間の平均降雪量は？",
         "ja",
@@ -260,7 +262,7 @@ async def test_extract_names_the_subject_a_quoted_sentence_leaves_out(engine: Cr
         ],
     )
     assert answer.text.startswith("豊岡市の年間平均降雪量は312cm")
-    assert "【気候】年間の平均降雪量が多い都市" in answer.text
+    assert "年間の平均降雪量が多い都市は日本海側に集中する。（気候）" in answer.text
     assert "Wikipedia" not in answer.text and "天気の百科" not in answer.text
     # English sentences keep their subject (a pronoun at least): no lead-in.
     answer = await engine.generator.generate(

@@ -320,7 +320,7 @@ async def test_an_older_schema_is_upgraded_in_place_with_its_data(postgres_dsn: 
     try:
         conn = await asyncpg.connect(postgres_dsn)
         try:
-            assert await schema_version(conn) == LATEST == 3
+            assert await schema_version(conn) == LATEST == 4
             versions = [
                 r["version"] for r in await conn.fetch("SELECT version FROM schema_migrations ORDER BY 1")
             ]
@@ -394,7 +394,7 @@ async def test_the_feedback_cli_migrates_exports_and_counts_postgres(
     postgres_dsn: str, tmp_path: Path
 ) -> None:
     first = await asyncio.to_thread(_cli, postgres_dsn, "migrate")
-    assert first.returncode == 0 and "version 3 (applied 1, 2, 3)" in first.stderr
+    assert first.returncode == 0 and "version 4 (applied 1, 2, 3, 4)" in first.stderr
     again = await asyncio.to_thread(_cli, postgres_dsn, "migrate")
     assert again.returncode == 0 and "nothing to apply" in again.stderr
     store = PostgresFeedbackStore(postgres_dsn, tmp_path / "pg.pending.jsonl")

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import hashlib
 import importlib.util
 import io
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 import zipfile
@@ -18,15 +20,22 @@ import jsonschema
 import pytest
 from PIL import Image
 
+from dialogs.commands import Command, classify
+
 ROOT = Path(__file__).resolve().parent.parent
 APP_PACKAGE = ROOT / "appPackage"
 SCHEMA = APP_PACKAGE / "schema" / "teams-manifest-v1.22.schema.json"
+LOCALIZATION_SCHEMA = APP_PACKAGE / "schema" / "teams-localization-v1.22.schema.json"
+# sha256 of build/json-schemas/teams/v1.22/MicrosoftTeams.Localization.schema.json in the npm package
+# @microsoft/app-manifest 1.1.2 (appPackage/README.md): the copy is unchanged.
+LOCALIZATION_SCHEMA_SHA256 = "a23209724d8809fddffa8d200d2d74d508b543d155ab62428c0d5386f1df7768"
 BUILD_SCRIPT = ROOT / "tools" / "build_teams_package.py"
 ICON_SCRIPT = ROOT / "tools" / "make_teams_icons.py"
 
 APP_ID = "5f0c2b9e-8d1a-4c3b-9e7f-0a1b2c3d4e5f"
 SETTINGS_ENV = ("MicrosoftAppId", "PUBLIC_BASE_URL", "BOT_NAME", "TEAMS_APP_ID", "TEAMS_APP_VERSION")
 PLACEHOLDER = re.compile(r"\$\{\{[A-Za-z0-9_]+\}\}")
+JAPANESE = re.compile(r"[\u3040-\u30ff\u3400-\u9fff]")  # kana and kanji
 
 
 def _load(path: Path) -> ModuleType:
@@ -60,6 +69,18 @@ def template() -> dict[str, Any]:
     return loaded
 
 
+@pytest.fixture(scope="module")
+def localization_schema() -> dict[str, Any]:
+    loaded: dict[str, Any] = json.loads(LOCALIZATION_SCHEMA.read_text("utf-8"))
+    return loaded
+
+
+@pytest.fixture(scope="module")
+def japanese() -> dict[str, Any]:
+    loaded: dict[str, Any] = json.loads((APP_PACKAGE / "ja-jp.json").read_text("utf-8"))
+    return loaded
+
+
 @pytest.fixture
 def clean_env(monkeypatch: pytest.MonkeyPatch) -> pytest.MonkeyPatch:
     """No package setting from the caller's environment leaks into a test."""
@@ -81,16 +102,43 @@ def _build(pkg: ModuleType, tmp_path: Path, **values: str) -> tuple[int, Path]:
     return code, out
 
 
+def _build_app(pkg: ModuleType, tmp_path: Path, app_dir: Path) -> tuple[int, Path]:
+    """Build from another app dir with good settings."""
+    out = tmp_path / "dist" / "crag-teams-app.zip"
+    env_file = _env_file(tmp_path, **GOOD)
+    code = pkg.main(["--out", str(out), "--env-file", str(env_file), "--app-dir", str(app_dir)])
+    return code, out
+
+
+def _app_copy(tmp_path: Path) -> Path:
+    """The app package (manifest template, icons, language file) in a folder a test may change."""
+    app_dir = tmp_path / "appPackage"
+    app_dir.mkdir(parents=True)
+    for name in ("manifest.json", "color.png", "outline.png", "ja-jp.json"):
+        shutil.copyfile(APP_PACKAGE / name, app_dir / name)
+    return app_dir
+
+
 def _validator(schema: dict[str, Any]) -> jsonschema.protocols.Validator:
     cls = jsonschema.validators.validator_for(schema)
     cls.check_schema(schema)
     return cls(schema)
 
 
-def _manifest_in(zip_path: Path) -> dict[str, Any]:
+def _manifest_in(zip_path: Path, name: str = "manifest.json") -> dict[str, Any]:
     with zipfile.ZipFile(zip_path) as archive:
-        loaded: dict[str, Any] = json.loads(archive.read("manifest.json").decode("utf-8"))
+        loaded: dict[str, Any] = json.loads(archive.read(name).decode("utf-8"))
         return loaded
+
+
+def _command_keys(template: dict[str, Any]) -> list[str]:
+    """The localization key of every command title and description of the manifest."""
+    return [
+        f"bots[0].commandLists[{c}].commands[{i}].{field}"
+        for c, entry in enumerate(template["bots"][0]["commandLists"])
+        for i in range(len(entry["commands"]))
+        for field in ("title", "description")
+    ]
 
 
 GOOD = {
@@ -152,8 +200,8 @@ def test_bot_scopes_and_commands(template: dict[str, Any]) -> None:
     for entry in lists:
         assert len(entry["scopes"]) == 1
         titles = [command["title"] for command in entry["commands"]]
-        assert "help" in titles and "reset" in titles
-        assert "有給休暇は何日？" in titles
+        assert titles[:2] == ["help", "reset"]
+        assert "How much paid leave do I get?" in titles  # answered from sample_docs/leave_policy.md
         assert any("VPN" in title for title in titles)
         for command in entry["commands"]:
             assert 0 < len(command["title"]) <= 32, command
@@ -164,6 +212,26 @@ def test_bot_scopes_and_commands(template: dict[str, Any]) -> None:
     assert template["validDomains"] == ["${{PUBLIC_HOST}}"]
 
 
+def test_the_manifest_speaks_english_and_names_the_japanese_file(template: dict[str, Any]) -> None:
+    assert template["localizationInfo"] == {
+        "defaultLanguageTag": "en-us",
+        "additionalLanguages": [{"languageTag": "ja-jp", "file": "ja-jp.json"}],
+    }
+    english = [
+        template["name"]["short"],
+        template["name"]["full"],
+        template["description"]["short"],
+        template["description"]["full"],
+        *(
+            command[field]
+            for entry in template["bots"][0]["commandLists"]
+            for command in entry["commands"]
+            for field in ("title", "description")
+        ),
+    ]
+    assert [text for text in english if JAPANESE.search(text) or " / " in text] == []
+
+
 def test_command_limits_are_enforced(pkg: ModuleType, template: dict[str, Any], schema: Any) -> None:
     manifest = json.loads(json.dumps(template))
     manifest["bots"][0]["commandLists"][0]["commands"][0]["title"] = "x" * 33
@@ -171,6 +239,170 @@ def test_command_limits_are_enforced(pkg: ModuleType, template: dict[str, Any], 
     problems = pkg.teams_limits(manifest, schema)
     assert any("commandLists[0].commands[0].title" in p for p in problems)
     assert any("commandLists[1].commands[1].description" in p for p in problems)
+
+
+# --- the Japanese language file ---------------------------------------------------------------------
+
+
+def test_localization_schema_is_draft4_and_the_npm_copy(localization_schema: dict[str, Any]) -> None:
+    assert hashlib.sha256(LOCALIZATION_SCHEMA.read_bytes()).hexdigest() == LOCALIZATION_SCHEMA_SHA256
+    assert jsonschema.validators.validator_for(localization_schema) is jsonschema.Draft4Validator
+    assert localization_schema["additionalProperties"] is False
+
+
+def test_japanese_file_covers_every_command_of_every_list(
+    template: dict[str, Any], japanese: dict[str, Any]
+) -> None:
+    """A Japanese user sees no English: every string the manifest shows has a Japanese translation."""
+    expected = {"name.short", "name.full", "description.short", "description.full", *_command_keys(template)}
+    assert set(japanese) - {"$schema"} == expected
+    assert japanese["name.short"] == template["name"]["short"] == "${{BOT_NAME}}"
+    untranslated = [key for key in expected - {"name.short"} if not JAPANESE.search(japanese[key])]
+    assert untranslated == []
+
+
+def test_japanese_commands_are_what_the_bot_understands(
+    template: dict[str, Any], japanese: dict[str, Any]
+) -> None:
+    for c, entry in enumerate(template["bots"][0]["commandLists"]):
+        titles = [japanese[f"bots[0].commandLists[{c}].commands[{i}].title"] for i in range(4)]
+        english = [command["title"] for command in entry["commands"]]
+        # A click on a command sends its title: help and reset must stay commands in both languages.
+        for title in (titles[0], english[0]):
+            assert classify(title, 500) is Command.HELP, title
+        for title in (titles[1], english[1]):
+            assert classify(title, 500) is Command.RESET, title
+        assert titles[2] == "有給休暇は何日？"
+        assert "VPN" in titles[3]
+        for title in titles[2:] + english[2:]:
+            assert classify(title, 500) is Command.QUESTION, title
+
+
+def test_japanese_file_is_valid_once_filled(
+    pkg: ModuleType, template: dict[str, Any], japanese: dict[str, Any], localization_schema: Any
+) -> None:
+    values = {
+        "MICROSOFT_APP_ID": APP_ID,
+        "TEAMS_APP_ID": "0f6a4c1e-2b3d-4e5f-8a9b-1c2d3e4f5a6b",
+        "BOT_NAME": "A" * 30,  # the longest name the manifest allows
+        "PUBLIC_HOST": "crag-bot.example.com",
+        "APP_VERSION": "0.1.0",
+    }
+    manifest = pkg.build_manifest(template, values)
+    strings = pkg.fill(japanese, values)
+    _validator(localization_schema).validate(strings)
+    assert pkg.validate_language_file("ja-jp.json", strings, manifest, localization_schema) == []
+
+
+@pytest.mark.parametrize(
+    ("key", "value", "message"),
+    [
+        (
+            "bots[0].commandLists[1].commands[4].title",
+            "存在しないコマンド",
+            "'bots[0].commandLists[1].commands[4].title' names no string of the manifest",
+        ),
+        ("staticTabs[0].name", "タブ", "'staticTabs[0].name' names no string of the manifest"),
+        ("name.short2", "x", "not a key the Teams localization schema allows"),
+        ("bots[0].commandLists[3].commands[0].title", "x", "not a key the Teams localization schema allows"),
+        ("bots[0].commandLists[0].commands[2].title", "有" * 33, "33 characters, more than 32"),
+        ("bots[0].commandLists[2].commands[3].description", "説" * 129, "129 characters, more than 128"),
+        ("name.short", "名" * 31, "'name.short': " + repr("名" * 31) + " is 31 characters, more than 30"),
+        ("description.short", "説" * 81, "81 characters, more than 80"),
+        ("description.full", "", "$['description.full']"),
+        ("name.full", "${{NOPE}}", "ja-jp.json: unknown placeholder ${{NOPE}}"),
+    ],
+)
+def test_bad_japanese_strings_stop_the_build(
+    pkg: ModuleType,
+    tmp_path: Path,
+    clean_env: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    key: str,
+    value: str,
+    message: str,
+) -> None:
+    app_dir = _app_copy(tmp_path)
+    path = app_dir / "ja-jp.json"
+    strings = json.loads(path.read_text("utf-8"))
+    strings[key] = value
+    path.write_text(json.dumps(strings, ensure_ascii=False), "utf-8")
+    code, out = _build_app(pkg, tmp_path, app_dir)
+    assert code == 2
+    err = capsys.readouterr().err
+    assert message in err and "ja-jp.json" in err, err
+    assert not out.exists()
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        (None, "ja-jp.json: missing in"),
+        (b"{not json", "ja-jp.json: not valid JSON"),
+        (b"\xff\xfe{}", "ja-jp.json: cannot be read"),
+        (b"[]", "ja-jp.json: not a JSON object"),
+    ],
+)
+def test_missing_or_unreadable_language_file_exits_2(
+    pkg: ModuleType,
+    tmp_path: Path,
+    clean_env: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    content: bytes | None,
+    message: str,
+) -> None:
+    app_dir = _app_copy(tmp_path)
+    (app_dir / "ja-jp.json").unlink()
+    if content is not None:
+        (app_dir / "ja-jp.json").write_bytes(content)
+    (app_dir / "color.png").unlink()  # every problem is listed, not only the first
+    code, out = _build_app(pkg, tmp_path, app_dir)
+    assert code == 2
+    err = capsys.readouterr().err
+    assert message in err and "color.png: missing" in err, err
+    assert not out.exists()
+
+
+NOT_AT_ROOT = "must be a plain .json file at the package root"
+
+
+@pytest.mark.parametrize(
+    ("tag", "file", "message", "packaged"),
+    [
+        ("ja-jp", "../ja-jp.json", NOT_AT_ROOT, False),
+        ("ja-jp", "lang/ja-jp.json", NOT_AT_ROOT, False),
+        ("ja-jp", "ja-jp.txt", NOT_AT_ROOT, False),
+        ("ja-jp", "Manifest.json", NOT_AT_ROOT, False),
+        ("en-US", "en-us.json", "'en-US' is the default language", True),
+    ],
+)
+def test_language_entries_must_be_packageable(
+    pkg: ModuleType,
+    template: dict[str, Any],
+    schema: Any,
+    tag: str,
+    file: str,
+    message: str,
+    packaged: bool,
+) -> None:
+    manifest = json.loads(json.dumps(template))
+    manifest["localizationInfo"]["additionalLanguages"] = [{"languageTag": tag, "file": file}]
+    problems = pkg.validate_manifest(manifest, schema)
+    assert any(p.startswith("$.localizationInfo.additionalLanguages[0]") and message in p for p in problems)
+    # A file that cannot be at the root is never read or zipped.
+    assert pkg.language_entries(manifest)[0] == ([(tag, file)] if packaged else [])
+
+
+def test_the_same_language_twice_is_reported(pkg: ModuleType, template: dict[str, Any], schema: Any) -> None:
+    manifest = json.loads(json.dumps(template))
+    manifest["localizationInfo"]["additionalLanguages"] = [
+        {"languageTag": "ja-jp", "file": "ja-jp.json"},
+        {"languageTag": "JA-JP", "file": "ja.json"},
+        {"languageTag": "fr-fr", "file": "ja-jp.json"},
+    ]
+    problems = "\n".join(pkg.validate_manifest(manifest, schema))
+    assert "additionalLanguages[1].languageTag: 'JA-JP' is listed twice" in problems
+    assert "additionalLanguages[2].file: 'ja-jp.json' is listed twice" in problems
 
 
 # --- icons --------------------------------------------------------------------------------------------
@@ -233,23 +465,36 @@ def test_icons_are_what_the_script_draws(icons: ModuleType, tmp_path: Path) -> N
 # --- the build ----------------------------------------------------------------------------------------
 
 
-def test_build_writes_exactly_three_files_at_the_root(
-    pkg: ModuleType, schema: Any, tmp_path: Path, clean_env: pytest.MonkeyPatch
+def test_build_writes_the_manifest_icons_and_language_file_at_the_root(
+    pkg: ModuleType,
+    schema: Any,
+    localization_schema: Any,
+    tmp_path: Path,
+    clean_env: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
 ) -> None:
     code, out = _build(pkg, tmp_path, **GOOD)
     assert code == 0
+    assert "manifest.json, color.png, outline.png, ja-jp.json" in capsys.readouterr().out
     with zipfile.ZipFile(out) as archive:
         assert archive.testzip() is None
-        assert sorted(archive.namelist()) == ["color.png", "manifest.json", "outline.png"]
+        assert archive.namelist() == ["manifest.json", "color.png", "outline.png", "ja-jp.json"]
         assert all(not info.is_dir() and "/" not in info.filename for info in archive.infolist())
         raw = archive.read("manifest.json")
+        raw_ja = archive.read("ja-jp.json")
         assert archive.read("color.png") == (APP_PACKAGE / "color.png").read_bytes()
         assert archive.read("outline.png") == (APP_PACKAGE / "outline.png").read_bytes()
-    assert not raw.startswith(b"\xef\xbb\xbf")  # no BOM
-    text = raw.decode("utf-8")
-    assert "${{" not in text and not PLACEHOLDER.search(text)
-    manifest = json.loads(text)
+    for data in (raw, raw_ja):
+        assert not data.startswith(b"\xef\xbb\xbf")  # no BOM
+        text = data.decode("utf-8")
+        assert "${{" not in text and not PLACEHOLDER.search(text)
+    manifest = json.loads(raw)
     _validator(schema).validate(manifest)
+    japanese = json.loads(raw_ja)
+    _validator(localization_schema).validate(japanese)
+    assert japanese["name.short"] == "CRAG Assistant"
+    assert japanese["name.full"].startswith("CRAG Assistant")
+    assert japanese["bots[0].commandLists[0].commands[2].title"] == "有給休暇は何日？"
 
     assert manifest["bots"][0]["botId"] == APP_ID
     assert manifest["id"] == pkg.derived_teams_app_id(APP_ID) != APP_ID
@@ -281,6 +526,7 @@ def test_build_overrides_from_environment(
     assert manifest["id"] == teams_id.lower()
     assert manifest["version"] == "1.4.2"
     assert manifest["name"]["short"] == '社内ナレッジ "Bot"'  # JSON-escaped correctly
+    assert _manifest_in(out, "ja-jp.json")["name.short"] == '社内ナレッジ "Bot"'
     assert manifest["validDomains"] == ["bot.example.com:8443"]
 
 
@@ -350,4 +596,6 @@ def test_command_line_exit_code(tmp_path: Path) -> None:
     env.update(GOOD)
     done = subprocess.run(command, cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
-    assert zipfile.ZipFile(tmp_path / "app.zip").namelist() == ["manifest.json", "color.png", "outline.png"]
+    assert "manifest.json, color.png, outline.png, ja-jp.json" in done.stdout
+    with zipfile.ZipFile(tmp_path / "app.zip") as archive:
+        assert archive.namelist() == ["manifest.json", "color.png", "outline.png", "ja-jp.json"]

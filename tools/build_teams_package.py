@@ -1,4 +1,5 @@
-"""Build the Teams app package: a zip with manifest.json, color.png and outline.png at its root.
+"""Build the Teams app package: a zip with manifest.json, color.png, outline.png and the language files
+(ja-jp.json) at its root.
 
     python tools/build_teams_package.py [--out dist/crag-teams-app.zip] [--env-file .env]
 
@@ -12,8 +13,10 @@ Reads the settings the bot reads (environment, then `.env` in the working direct
 - `TEAMS_APP_VERSION` (optional X.Y.Z): default the project version from pyproject.toml.
 
 It fills the `${{NAME}}` placeholders of appPackage/manifest.json, validates the result against the
-Teams manifest schema v1.22 (appPackage/schema/) plus the limits Teams applies beyond it, checks the
-icons, and writes the zip. On any problem it prints every error and exits with status 2.
+Teams manifest schema v1.22 (appPackage/schema/) plus the limits Teams applies beyond it, does the
+same for each language file named by `localizationInfo.additionalLanguages` (filled the same way,
+against the Teams localization schema v1.22; every key must name a string of the manifest), checks
+the icons, and writes the zip. On any problem it prints every error and exits with status 2.
 """
 
 from __future__ import annotations
@@ -43,6 +46,7 @@ from service.settings import BotSettings  # noqa: E402
 
 APP_PACKAGE = REPO_ROOT / "appPackage"
 SCHEMA_PATH = APP_PACKAGE / "schema" / "teams-manifest-v1.22.schema.json"
+LOCALIZATION_SCHEMA_PATH = APP_PACKAGE / "schema" / "teams-localization-v1.22.schema.json"
 DEFAULT_OUT = REPO_ROOT / "dist" / "crag-teams-app.zip"
 
 PLACEHOLDER = re.compile(r"\$\{\{([A-Za-z0-9_]+)\}\}")
@@ -57,6 +61,23 @@ TEAMS_APP_NAMESPACE = uuid.uuid5(uuid.NAMESPACE_URL, "urn:crag-teams-bot:teams-a
 # Limits Teams applies beyond the JSON schema (the schema allows 128 / 4000 for commands).
 COMMAND_TITLE_MAX = 32
 COMMAND_DESCRIPTION_MAX = 128
+# The same limits for the strings of a language file, by key. The localization schema allows
+# 128 / 4000 for commands, and its name and description limits sit next to a `$ref`, which draft-04
+# ignores: only these checks hold a translation to what the manifest's own strings may be.
+TEXT_LIMITS: tuple[tuple[re.Pattern[str], int], ...] = (
+    (re.compile(r"name\.short"), 30),
+    (re.compile(r"name\.full"), 100),
+    (re.compile(r"description\.short"), 80),
+    (re.compile(r"description\.full"), 4000),
+    (re.compile(r"bots\[\d+\]\.commandLists\[\d+\]\.commands\[\d+\]\.title"), COMMAND_TITLE_MAX),
+    (re.compile(r"bots\[\d+\]\.commandLists\[\d+\]\.commands\[\d+\]\.description"), COMMAND_DESCRIPTION_MAX),
+)
+# Keys of a language file that are not paths of manifest strings.
+LOCALIZATION_META_KEYS = frozenset({"$schema", "localizationKeys"})
+# One step of a manifest path in a localization key: `commandLists[1]`, `title`.
+KEY_STEP = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)((?:\[[0-9]+\])*)")
+# A language file is a plain .json file at the package root: no folder, no leading dot.
+LANGUAGE_FILE = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*\.json")
 ICON_SIZES = {"color": (192, 192), "outline": (32, 32)}
 PACKAGE_FILES = ("manifest.json", "color.png", "outline.png")
 # Fixed timestamp: the same inputs give a byte-identical zip.
@@ -217,10 +238,157 @@ def validate_manifest(manifest: Any, schema: Mapping[str, Any]) -> list[str]:
     problems = [describe(error) for error in schema_errors(manifest, schema)]
     if isinstance(manifest, dict):
         problems += teams_limits(manifest, schema)
+        problems += language_entries(manifest)[1]
     left = placeholders_in(manifest)
     if left:
         problems.append("placeholders left unfilled: " + ", ".join(sorted(left)))
     return problems
+
+
+def language_entries(manifest: Mapping[str, Any]) -> tuple[list[tuple[str, str]], list[str]]:
+    """The (language tag, file) of each additional language whose file can be packaged, and the
+    problems of the others. Malformed entries are left to the schema."""
+    info = manifest.get("localizationInfo")
+    if not isinstance(info, dict):
+        return [], []
+    problems: list[str] = []
+    if "defaultLanguageFile" in info:
+        problems.append(
+            "$.localizationInfo.defaultLanguageFile: not supported by this build; keep the default "
+            "language's strings in manifest.json"
+        )
+    default = str(info.get("defaultLanguageTag", "")).lower()
+    entries: list[tuple[str, str]] = []
+    tags: set[str] = set()
+    files: set[str] = set()
+    for n, entry in enumerate(info.get("additionalLanguages") or []):
+        if not isinstance(entry, dict):
+            continue
+        tag, name = entry.get("languageTag"), entry.get("file")
+        if not isinstance(tag, str) or not isinstance(name, str):
+            continue
+        where = f"$.localizationInfo.additionalLanguages[{n}]"
+        if tag.lower() == default:
+            problems.append(f"{where}.languageTag: {tag!r} is the default language (defaultLanguageTag)")
+        elif tag.lower() in tags:
+            problems.append(f"{where}.languageTag: {tag!r} is listed twice")
+        tags.add(tag.lower())
+        if not LANGUAGE_FILE.fullmatch(name) or name.lower() in PACKAGE_FILES:
+            problems.append(
+                f"{where}.file: {name!r} must be a plain .json file at the package root, "
+                "such as ja-jp.json (no folder, not manifest.json)"
+            )
+        elif name.lower() in files:
+            problems.append(f"{where}.file: {name!r} is listed twice")
+        else:
+            files.add(name.lower())
+            entries.append((tag, name))
+    return entries, problems
+
+
+def manifest_path(key: str) -> list[str | int] | None:
+    """`bots[0].commandLists[1].commands[2].title` → ['bots', 0, 'commandLists', 1, 'commands', 2,
+    'title'], or None if the key is not of that form."""
+    path: list[str | int] = []
+    for step in key.split("."):
+        match = KEY_STEP.fullmatch(step)
+        if not match:
+            return None
+        path.append(match.group(1))
+        path += [int(index) for index in re.findall(r"[0-9]+", match.group(2))]
+    return path
+
+
+def names_a_string(manifest: Any, path: Iterable[str | int]) -> bool:
+    node = manifest
+    for step in path:
+        if isinstance(step, int):
+            if not isinstance(node, list) or step >= len(node):
+                return False
+        elif not isinstance(node, dict) or step not in node:
+            return False
+        node = node[step]
+    return isinstance(node, str)
+
+
+def text_limit(key: str) -> int | None:
+    return next((limit for pattern, limit in TEXT_LIMITS if pattern.fullmatch(key)), None)
+
+
+def allowed_key(key: str, schema: Mapping[str, Any]) -> bool:
+    """Whether the localization schema has the key (its `properties` or `patternProperties`)."""
+    return key in schema.get("properties", {}) or any(
+        re.search(pattern, key) for pattern in schema.get("patternProperties", {})
+    )
+
+
+def validate_language_file(
+    name: str, strings: Any, manifest: Mapping[str, Any], schema: Mapping[str, Any]
+) -> list[str]:
+    """The localization schema, plus what Teams checks beyond it: each key names a string of the
+    manifest, and a translation keeps to the limits of the string it replaces."""
+    if not isinstance(strings, dict):
+        return [f"{name}: not a JSON object"]
+    problems: list[str] = []
+    rejected: set[str] = set()  # keys the schema already reported
+    for error in schema_errors(strings, schema):
+        if error.validator == "additionalProperties" and not error.absolute_path:
+            # jsonschema lists every allowed pattern; name the keys instead.
+            for key in sorted(k for k in strings if not allowed_key(k, schema)):
+                problems.append(f"{name}: {key!r} is not a key the Teams localization schema allows")
+                rejected.add(key)
+            continue
+        problems.append(f"{name}: {describe(error)}")
+        if error.absolute_path:
+            rejected.add(str(error.absolute_path[0]))
+    for key, value in strings.items():
+        if key in LOCALIZATION_META_KEYS or key in rejected:
+            continue
+        path = manifest_path(key)
+        if path is None or not names_a_string(manifest, path):
+            problems.append(
+                f"{name}: {key!r} names no string of the manifest (each key is the path of one, "
+                "such as bots[0].commandLists[0].commands[0].title)"
+            )
+            continue
+        limit = text_limit(key)
+        if limit is not None and isinstance(value, str) and len(value) > limit:
+            problems.append(f"{name}: {key!r}: {value!r} is {len(value)} characters, more than {limit}")
+    left = placeholders_in(strings)
+    if left:
+        problems.append(f"{name}: placeholders left unfilled: " + ", ".join(sorted(left)))
+    return problems
+
+
+def build_language_file(
+    app_dir: Path,
+    name: str,
+    values: Mapping[str, str],
+    manifest: Mapping[str, Any],
+    schema: Mapping[str, Any],
+) -> tuple[dict[str, Any] | None, list[str]]:
+    """Read a language file of the app dir, fill its placeholders and validate it: (the strings or
+    None, the problems)."""
+    path = app_dir / name
+    try:
+        template = json.loads(path.read_text("utf-8"))
+    except FileNotFoundError:
+        return None, [f"{name}: missing in {app_dir} (named by localizationInfo.additionalLanguages)"]
+    except (OSError, UnicodeDecodeError) as exc:
+        return None, [f"{name}: cannot be read ({exc})"]
+    except json.JSONDecodeError as exc:
+        return None, [f"{name}: not valid JSON ({exc})"]
+    unknown = placeholders_in(template) - set(values)
+    if unknown:
+        return None, [f"{name}: unknown placeholder ${{{{{key}}}}}" for key in sorted(unknown)]
+    strings = fill(template, values)
+    problems = validate_language_file(name, strings, manifest, schema)
+    return (strings if isinstance(strings, dict) else None), problems
+
+
+def package_files(manifest: Mapping[str, Any]) -> list[str]:
+    """The names in the zip, in order: manifest, icons, language files."""
+    return [*PACKAGE_FILES, *(name for _, name in language_entries(manifest)[0])]
 
 
 def icon_problems(kind: str, data: bytes) -> list[str]:
@@ -275,13 +443,26 @@ def write_zip(out: Path, files: Mapping[str, bytes]) -> None:
 
 
 def build(
-    settings: BotSettings, out: Path, app_dir: Path = APP_PACKAGE, schema_path: Path = SCHEMA_PATH
+    settings: BotSettings,
+    out: Path,
+    app_dir: Path = APP_PACKAGE,
+    schema_path: Path = SCHEMA_PATH,
+    localization_schema_path: Path = LOCALIZATION_SCHEMA_PATH,
 ) -> dict[str, Any]:
     """Fill, validate and zip; return the manifest written. Raises PackageError listing every problem."""
     values = placeholder_values(settings)
     template = json.loads((app_dir / "manifest.json").read_text("utf-8"))
     manifest = build_manifest(template, values)
     problems = validate_manifest(manifest, load_schema(schema_path))
+    languages: dict[str, bytes] = {}
+    entries = language_entries(manifest)[0]
+    if entries:
+        localization_schema = load_schema(localization_schema_path)
+        for _tag, name in entries:
+            strings, found = build_language_file(app_dir, name, values, manifest, localization_schema)
+            problems += found
+            if strings is not None:
+                languages[name] = manifest_bytes(strings)
     icons: dict[str, bytes] = {}
     for kind in ICON_SIZES:
         path = app_dir / f"{kind}.png"
@@ -292,7 +473,7 @@ def build(
         problems += icon_problems(kind, icons[f"{kind}.png"])
     if problems:
         raise PackageError(problems)
-    write_zip(out, {"manifest.json": manifest_bytes(manifest), **icons})
+    write_zip(out, {"manifest.json": manifest_bytes(manifest), **icons, **languages})
     return manifest
 
 
@@ -304,6 +485,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--env-file", type=Path, default=Path(".env"), help="dotenv file (default: ./.env)")
     parser.add_argument("--app-dir", type=Path, default=APP_PACKAGE, help="manifest template and icons")
     parser.add_argument("--schema", type=Path, default=SCHEMA_PATH, help="Teams manifest JSON schema")
+    parser.add_argument(
+        "--localization-schema",
+        type=Path,
+        default=LOCALIZATION_SCHEMA_PATH,
+        help="Teams localization JSON schema (for the language files)",
+    )
     args = parser.parse_args(argv)
     try:
         settings = BotSettings(_env_file=args.env_file)  # type: ignore[call-arg]
@@ -311,7 +498,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: invalid settings:\n{exc}", file=sys.stderr)
         return 2
     try:
-        manifest = build(settings, args.out, args.app_dir, args.schema)
+        manifest = build(settings, args.out, args.app_dir, args.schema, args.localization_schema)
     except PackageError as exc:
         count = len(exc.problems)
         print(
@@ -323,7 +510,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     bot = manifest["bots"][0]
     print(
-        f"wrote {args.out}: {', '.join(PACKAGE_FILES)}\n"
+        f"wrote {args.out}: {', '.join(package_files(manifest))}\n"
         f"  Teams app id {manifest['id']}, version {manifest['version']}, bot {bot['botId']}, "
         f"name {manifest['name']['short']!r}, valid domains {', '.join(manifest['validDomains'])}\n"
         "  Upload it in Teams (Apps → Manage your apps → Upload an app → Upload a custom app) "

@@ -17,6 +17,14 @@ StageSink = Callable[[Stage], Awaitable[None]]
 Closer = Callable[[], Awaitable[None]]
 
 
+class TurnStopped(BaseException):
+    """A sink raises it when the client stopped the turn (Teams' Stop button): the engine ends the turn
+    at once, marks its span as stopped and raises it on to the caller.
+
+    A BaseException, as CancelledError is: no stage's fallback (`except Exception`) may mistake a stop
+    for a failure and go on writing an answer nobody will read."""
+
+
 class QueryRewriter(Protocol):
     name: str
 

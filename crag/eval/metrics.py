@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from pydantic import BaseModel
 
 from crag.core.models import Thresholds
+from crag.eval.form import DEFECTS
 
 _SPACE = re.compile(r"\s+")
 
@@ -37,6 +38,7 @@ class Record(BaseModel):
     answers_all: list[list[str]] | None = None  # multi-part: one group of variants per part
     missing_parts: list[str] = []  # parts of the question no passage answered (routing input)
     judged: dict[str, float] = {}  # judge.<name> -> this answer's score (with an LLM configured)
+    form: list[str] = []  # the answer's form defects (crag/eval/form.py)
 
     @property
     def golds(self) -> list[str]:
@@ -186,6 +188,9 @@ def compute_metrics(records: Sequence[Record]) -> dict[str, float]:
         "answer.confidently_wrong": _mean([r.confidently_wrong for r in records]),
         "answer.from_documents": _mean([r.branch == "correct" for r in records]),
         "answer.mean_chars": statistics.fmean([len(r.answer) for r in records]) if records else 0.0,
+        # Answers with any form defect (crag/eval/form.py), then each defect's share.
+        "answer.form_defect": _mean([bool(r.form) for r in records]),
+        **{f"answer.form.{d}": _mean([d in r.form for r in records]) for d in DEFECTS},
         "latency_ms.p50": percentile(latencies, 0.5),
         "latency_ms.p95": percentile(latencies, 0.95),
         **by_kind(records),
@@ -202,6 +207,7 @@ KIND_METRICS = (
     "answer.contains_gold",
     "answer.from_documents",
     "answer.confidently_wrong",
+    "answer.form_defect",
 )
 
 
@@ -216,6 +222,7 @@ def by_kind(records: Sequence[Record]) -> dict[str, float]:
             "routing.accuracy": _mean([r.branch == r.expected_branch for r in rows]),
             "answer.from_documents": _mean([r.branch == "correct" for r in rows]),
             "answer.confidently_wrong": _mean([r.confidently_wrong for r in rows]),
+            "answer.form_defect": _mean([bool(r.form) for r in rows]),
         }
         if _ranked(rows):
             values["retrieval.recall_at_5"] = recall_at(rows, 5)

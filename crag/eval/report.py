@@ -219,6 +219,7 @@ _KIND_HEADERS = {
     "answer.contains_gold": "contains gold",
     "answer.from_documents": "from documents",
     "answer.confidently_wrong": "confidently wrong",
+    "answer.form_defect": "form defect",
 }
 
 

@@ -19,6 +19,7 @@ from crag.config.settings import CragSettings
 from crag.core.models import CragResult, GradedChunk
 from crag.eval.dataset import Dataset, Question
 from crag.eval.fixture_web import FakeSerpApi
+from crag.eval.form import form_defects
 from crag.eval.judges import available_judges
 from crag.eval.metrics import Record, compute_metrics
 from crag.runtime.handle import EngineHandle
@@ -69,9 +70,10 @@ async def evaluate(
                 scores: dict[str, float] = {}
                 for judge in judges:
                     scores.update(await judge.judge(result, q.answers))
-                record = _record(q, result, latency, scores)
+                record = _record(q, result, latency, scores, settings.answer_max_chars)
                 records.append(record)
                 row = _row(q, result, latency, record.confidently_wrong)
+                row["form"] = record.form
                 row.update(scores)
                 for key, value in scores.items():
                     judged.setdefault(key, []).append(value)
@@ -95,7 +97,9 @@ def _retrieved(result: CragResult) -> list[GradedChunk]:
     return list(result.graded)
 
 
-def _record(q: Question, result: CragResult, latency_ms: float, judged: dict[str, float]) -> Record:
+def _record(
+    q: Question, result: CragResult, latency_ms: float, judged: dict[str, float], budget: int
+) -> Record:
     retrieved = _retrieved(result)
     return Record(
         id=q.id,
@@ -117,6 +121,7 @@ def _record(q: Question, result: CragResult, latency_ms: float, judged: dict[str
         answers_all=q.answers_all,
         missing_parts=result.missing_parts,
         judged=judged,
+        form=form_defects(result.answer, result.language, budget),
     )
 
 

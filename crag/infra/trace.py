@@ -41,6 +41,18 @@ class TurnTrace:
         with tracing.span(f"crag.{name}") as span:
             yield span
 
+    def stopped(self) -> None:
+        """The client stopped the turn (crag.core.protocols.TurnStopped): what it cost until then."""
+        if self.span.is_recording():
+            self.span.set_attributes(
+                {
+                    "crag.stopped": True,
+                    "crag.llm.calls": self.llm_calls,
+                    "crag.llm.tokens": self.tokens,
+                    "crag.notices": list(self.notices),
+                }
+            )
+
     def record(self, result: CragResult, cache_hit: bool) -> None:
         """What the turn did, on its span: counts, grades and the branch, never the texts. The LLM
         figures are this turn's own (a cache hit made no call, whatever the cached answer cost)."""

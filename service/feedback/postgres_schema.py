@@ -88,6 +88,13 @@ MIGRATIONS: tuple[Migration, ...] = (
         CREATE INDEX answer_feedback_by_time ON answer_feedback (updated_at);
         """,
     ),
+    Migration(
+        4,
+        "turns the user stopped (Teams' Stop button), which the dashboard counts",
+        """
+        ALTER TABLE answers ADD COLUMN stopped BOOLEAN NOT NULL DEFAULT false;
+        """,
+    ),
 )
 
 LATEST = MIGRATIONS[-1].version

@@ -334,6 +334,8 @@ def as_row(record: asyncpg.Record) -> dict[str, Any]:
     return {k: v.isoformat() if isinstance(v, datetime) else v for k, v in record.items()}
 
 
+# The fields stored as booleans.
+_FLAGS = tuple(ANSWER_FIELDS.index(f) for f in ("refused", "cache_hit", "stopped"))
 # Every field but the id, as the new row has it.
 _UPSERT = ", ".join(f"{f} = excluded.{f}" for f in ANSWER_FIELDS[1:])
 _INSERT_ANSWER = (
@@ -347,7 +349,8 @@ async def _insert_answer(conn: asyncpg.Connection, row: list[str]) -> None:
     checked = checked_answer_row(row)
     values: list[Any] = [_text(x) for x in checked]
     values[1] = datetime.fromisoformat(checked[1])
-    values[12], values[13] = checked[12] == "1", checked[13] == "1"  # refused, cache_hit
+    for flag in _FLAGS:  # refused, cache_hit, stopped
+        values[flag] = checked[flag] == "1"
     # An upsert, not a replace: replaying an answer again keeps the message id set meanwhile.
     await conn.execute(_INSERT_ANSWER, *values)
 

@@ -14,9 +14,10 @@ conversation) is refused.
 from __future__ import annotations
 
 import json
+import uuid
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 from enum import StrEnum
 from pathlib import Path
 from typing import Any, Literal, Protocol
@@ -62,7 +63,14 @@ class Feedback(Protocol):
         user_id: str,
         channel_id: str,
         card: dict[str, Any] | None = None,
+        stopped: bool = False,
     ) -> None: ...
+
+    async def record_stopped(
+        self, question: str, language: str, conversation_id: str, user_id: str, channel_id: str
+    ) -> None:
+        """A turn the user stopped (Teams' Stop button) before any answer was written."""
+        ...
 
     async def set_message_id(self, result_id: str, message_id: str) -> None: ...
 
@@ -114,13 +122,16 @@ ANSWER_FIELDS = (
     "cache_hit",  # "1" / "0": served from the answer cache
     "timings_ms",  # JSON {stage: ms} (CragResult.timings_ms); "" for rows that predate it
     "web_status",  # WebStatus: not_needed, off, ok, failed
+    "stopped",  # "1" / "0": the user stopped the turn (Teams' Stop) and never saw this answer
 )
-_OLD_ANSWER_FIELDS = 12
-_NEW_FIELD_DEFAULTS = ["0", "0", "", ""]
+# The defaults of the fields added since the first release, in order: the fallback file may still
+# hold rows an earlier version wrote (12 fields, then 16), replayed with these.
+_ADDED_FIELD_DEFAULTS = ["0", "0", "", "", "0"]
+_EARLIER_LENGTHS = (12, 16)
 
 
 def answer_row(
-    result: CragResult, conversation_id: str, user_id: str, channel_id: str, card: Any
+    result: CragResult, conversation_id: str, user_id: str, channel_id: str, card: Any, stopped: bool = False
 ) -> list[str]:
     """An answer as the text fields both stores write (and the fallback file keeps): ANSWER_FIELDS."""
     return [
@@ -140,7 +151,30 @@ def answer_row(
         "1" if result.cache_hit else "0",
         json.dumps(result.timings_ms),
         result.web.status.value,
+        "1" if stopped else "0",
     ]
+
+
+def stopped_row(
+    question: str, language: str, conversation_id: str, user_id: str, channel_id: str
+) -> list[str]:
+    """A turn stopped before it had an answer: no answer, no branch, no sources, no timings."""
+    fields = dict.fromkeys(ANSWER_FIELDS, "")
+    fields.update(
+        result_id=uuid.uuid4().hex,
+        created_at=datetime.now(UTC).isoformat(),
+        conversation_id=conversation_id,
+        user_id=user_id,
+        channel_id=channel_id,
+        language=language,
+        question=question,
+        cited_files="[]",
+        web_urls="[]",
+        refused="0",
+        cache_hit="0",
+        stopped="1",
+    )
+    return list(fields.values())
 
 
 def checked_answer_row(row: Any) -> list[str]:
@@ -148,9 +182,12 @@ def checked_answer_row(row: Any) -> list[str]:
     earlier version) completed with the defaults of the fields added since."""
     if not isinstance(row, list) or not all(isinstance(x, str) for x in row):
         raise ValueError("an answer row is a list of text fields")
-    fields: list[str] = [*row, *_NEW_FIELD_DEFAULTS] if len(row) == _OLD_ANSWER_FIELDS else list(row)
+    fields: list[str] = list(row)
+    if len(row) in _EARLIER_LENGTHS:
+        fields += _ADDED_FIELD_DEFAULTS[len(row) - len(ANSWER_FIELDS) :]
     if len(fields) != len(ANSWER_FIELDS):
-        raise ValueError(f"an answer row has {len(ANSWER_FIELDS)} text fields (or {_OLD_ANSWER_FIELDS})")
+        earlier = " or ".join(str(n) for n in _EARLIER_LENGTHS)
+        raise ValueError(f"an answer row has {len(ANSWER_FIELDS)} text fields (or {earlier})")
     return fields
 
 
@@ -188,8 +225,17 @@ class RecordsWrites(ABC):
         user_id: str,
         channel_id: str,
         card: dict[str, Any] | None = None,
+        stopped: bool = False,
     ) -> None:
-        await self._write("answer", answer_row(result, conversation_id, user_id, channel_id, card))
+        """The answer given (or, stopped: computed, then stopped by the user before they saw it; the
+        same result id again updates the row it wrote)."""
+        row = answer_row(result, conversation_id, user_id, channel_id, card, stopped)
+        await self._write("answer", row)
+
+    async def record_stopped(
+        self, question: str, language: str, conversation_id: str, user_id: str, channel_id: str
+    ) -> None:
+        await self._write("answer", stopped_row(question, language, conversation_id, user_id, channel_id))
 
     async def set_message_id(self, result_id: str, message_id: str) -> None:
         """The id the channel gave the answer message: Teams' native feedback refers to it."""

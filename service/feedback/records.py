@@ -66,8 +66,9 @@ class AnswerRecord(BaseModel):
     # Milliseconds per engine stage; None for answers stored before the stores kept them.
     timings_ms: dict[str, float] | None
     web_status: str
+    stopped: bool  # the user stopped the turn (Teams' Stop): they saw no answer
 
-    @field_validator("refused", "cache_hit", mode="before")
+    @field_validator("refused", "cache_hit", "stopped", mode="before")
     @classmethod
     def _bool(cls, value: Any) -> bool:
         return _flag(value)

@@ -58,7 +58,8 @@ CREATE TABLE IF NOT EXISTS answers (
     refused INTEGER NOT NULL DEFAULT 0,
     cache_hit INTEGER NOT NULL DEFAULT 0,
     timings_ms TEXT NOT NULL DEFAULT '',
-    web_status TEXT NOT NULL DEFAULT ''
+    web_status TEXT NOT NULL DEFAULT '',
+    stopped INTEGER NOT NULL DEFAULT 0
 );
 CREATE TABLE IF NOT EXISTS answer_feedback (
     id INTEGER PRIMARY KEY AUTOINCREMENT,
@@ -87,6 +88,7 @@ _ADDED_COLUMNS = {
     "cache_hit": "INTEGER NOT NULL DEFAULT 0",
     "timings_ms": "TEXT NOT NULL DEFAULT ''",
     "web_status": "TEXT NOT NULL DEFAULT ''",
+    "stopped": "INTEGER NOT NULL DEFAULT 0",
 }
 # Reports read a window of recent answers and ratings.
 _INDEXES = """
@@ -104,6 +106,9 @@ def _unavailable(exc: BaseException) -> bool:
 
 # Every field but the id, as the new row has it.
 _UPSERT = ", ".join(f"{f} = excluded.{f}" for f in ANSWER_FIELDS[1:])
+
+# The fields stored as 0/1.
+_FLAGS = tuple(ANSWER_FIELDS.index(f) for f in ("refused", "cache_hit", "stopped"))
 
 _BATCH = 64  # items taken from the queue at once (each still committed on its own)
 
@@ -347,7 +352,8 @@ class FeedbackStore(SqliteFile, RecordsWrites):
 
     async def _insert_answer(self, row: list[str]) -> None:
         values: list[Any] = checked_answer_row(row)
-        values[12], values[13] = int(values[12] == "1"), int(values[13] == "1")  # refused, cache_hit
+        for flag in _FLAGS:  # refused, cache_hit, stopped
+            values[flag] = int(values[flag] == "1")
         # An upsert, not a replace: replaying an answer again keeps the message id set meanwhile.
         await self.db.execute(
             f"INSERT INTO answers ({', '.join(ANSWER_FIELDS)}) VALUES ({', '.join('?' * len(ANSWER_FIELDS))})"

@@ -144,7 +144,7 @@ class ExtractiveComposer:
         latest: str | None = None,
     ) -> GeneratedAnswer:
         # Japanese drops the subject a document has already named; English sentences keep theirs
-        # (a pronoun at least), so only Japanese passages are led with their source's title.
+        # (a pronoun at least), so only Japanese passages are named by their source's title.
         lead_in = language == "ja"
         # A follow-up asks one thing, as read with the earlier question: not that question again
         # (answered already) plus a second part.
@@ -208,7 +208,7 @@ class ExtractiveComposer:
             note = ""
             if sources[group[0].source].citation.kind == "document" and quoted != language:
                 note = QUOTED_FROM[quoted][language]
-            pieces.append((f"{note}{subject}{body} [{n}]", group[-1].listed))
+            pieces.append((f"{note}{body}{subject} [{n}]", group[-1].listed))
         firsts = {
             n: next(c.source for c in ordered if numbers[c.source] == n) for n in range(1, len(by_key) + 1)
         }
@@ -682,11 +682,13 @@ def _display_title(citation: Citation) -> str:
 
 
 def _subject(citation: Citation, texts: list[str], named: set[str]) -> str:
-    """The source's title as a lead-in, when the quoted sentences do not name it themselves and the
-    answer has not named it yet.
+    """The source's title in brackets, put after the source's quoted sentences, when they do not
+    name it themselves and the answer has not named it yet.
 
     Japanese documents state their subject once, in the title, and then leave it out
     (「ライネ川沿いに位置し…」): without the title, a quoted sentence does not say what it is about.
+    After the quote, not before it: the answer leads with the fact, not with a document's name
+    (「【休暇制度ガイド】全社一斉の…」 read as a pasted fragment).
     """
     title = _display_title(citation)
     key = unicodedata.normalize("NFKC", title).lower()
@@ -695,7 +697,7 @@ def _subject(citation: Citation, texts: list[str], named: set[str]) -> str:
     named.add(key)
     if key in unicodedata.normalize("NFKC", "".join(texts)).lower():
         return ""
-    return f"【{title}】"
+    return f"（{title}）"
 
 
 def _glue(before: str) -> str:

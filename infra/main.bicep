@@ -1,0 +1,335 @@
+// The bot in Azure: a Container App running the image built from ./Dockerfile, an Azure Bot with the
+// Teams channel whose identity is a user-assigned managed identity, and the services the bot's
+// settings name (docs/settings.md). Deployed by `azd provision` / `azd up` (azure.yaml), and by
+// `atk provision` through azd (m365agents.yml). docs/deploy.md walks through it.
+//
+// Subscription scope so that azd creates the resource group itself (azd's usual layout): one
+// environment name, one resource group, names derived from both.
+targetScope = 'subscription'
+
+@minLength(1)
+@maxLength(64)
+@description('azd environment name: names the resource group and seeds every resource name.')
+param environmentName string
+
+@minLength(1)
+@description('Region of every resource except the Azure Bot (global) and, optionally, Azure OpenAI.')
+param location string
+
+@description('Object id of whoever runs the deployment: may read the generated secrets back (azd needs that to keep the PostgreSQL password and link secret stable) and call Azure OpenAI to fill the index. Empty: no such grants.')
+param principalId string = ''
+
+@allowed(['User', 'ServicePrincipal'])
+@description('Kind of principalId: User from a laptop, ServicePrincipal from a pipeline.')
+param principalType string = 'User'
+
+@description('Whether the Container App exists already (azd sets SERVICE_BOT_RESOURCE_EXISTS): its running image is then kept instead of the placeholder.')
+param botExists bool = false
+
+@maxLength(30)
+@description('BOT_NAME: the name in the welcome and help texts, on the Azure Bot and in the Teams app.')
+param botName string = 'CRAG Assistant'
+
+@description('PORT the bot listens on inside the container; the ingress and the health probes use it.')
+param botPort int = 3978
+
+@minValue(0)
+@maxValue(30)
+@description('At least one replica: a Teams message must be answered within seconds, longer than a cold start allows.')
+param minReplicas int = 1
+
+@minValue(1)
+@maxValue(30)
+param maxReplicas int = 3
+
+@description('vCPU per replica (Container Apps consumption pairs: 0.5/1Gi, 1.0/2Gi, 2.0/4Gi).')
+param containerCpu string = '1.0'
+param containerMemory string = '2Gi'
+
+@allowed(['F0', 'S1'])
+@description('Azure Bot pricing tier. Teams is a standard channel, free on both; S1 only pays for premium channels.')
+param botServiceSku string = 'F0'
+
+@description('Endpoint of an existing Azure OpenAI resource (https://NAME.openai.azure.com/). Empty: one is created here with the two deployments below. An existing one needs deployments named after chatModelName and embeddingModelName, and must grant the identity output as MICROSOFT_APP_ID the role Cognitive Services OpenAI User.')
+param existingOpenAiEndpoint string = ''
+
+@description('Region of the Azure OpenAI resource created here (empty: location): the models are not offered in every region.')
+param openAiLocation string = ''
+
+// Each deployment is named after its model (AZURE_OPENAI_DEPLOYMENT, AZURE_OPENAI_EMBEDDING_DEPLOYMENT).
+// Model versions retire: `az cognitiveservices model list --location <region>` shows what is offered.
+param chatModelName string = 'gpt-4.1-mini'
+param chatModelVersion string = '2025-04-14'
+param chatDeploymentSku string = 'GlobalStandard'
+@description('Thousands of tokens per minute.')
+param chatDeploymentCapacity int = 30
+
+param embeddingModelName string = 'text-embedding-3-small'
+param embeddingModelVersion string = '1'
+param embeddingDeploymentSku string = 'Standard'
+param embeddingDeploymentCapacity int = 30
+
+@description('Endpoint of an existing Azure AI Search service (https://NAME.search.windows.net). Empty: a service is created here.')
+param existingSearchEndpoint string = ''
+
+@secure()
+@description('Query key of the existing Azure AI Search service (the bot only queries; crag-ingest uses an admin key of its own).')
+param existingSearchQueryKey string = ''
+
+@allowed(['basic', 'standard'])
+param searchSku string = 'basic'
+
+@description('AZURE_SEARCH_INDEX: the index crag-ingest --target azure fills.')
+param searchIndexName string = 'crag-chunks'
+
+@allowed(['keyword', 'vector', 'hybrid'])
+@description('AZURE_SEARCH_MODE; vector and hybrid use the embedding deployment, at query and at ingest time alike.')
+param searchMode string = 'hybrid'
+
+param postgresAdminLogin string = 'cragadmin'
+
+@secure()
+@description('PostgreSQL administrator password; main.parameters.json reads it back from the vault or makes a random one.')
+param postgresAdminPassword string
+
+@secure()
+@description('CRAG_LINK_SECRET: signs document links. Without an app password (a managed identity has none) the bot would otherwise make a random one per process, and links would break across replicas and restarts.')
+param linkSecret string
+
+@secure()
+@description('SERPAPI_API_KEY (optional): turns the web branch on.')
+param serpApiKey string = ''
+
+var resourceToken = toLower(uniqueString(subscription().id, environmentName, location))
+var tags = { 'azd-env-name': environmentName }
+var createOpenAi = empty(existingOpenAiEndpoint)
+var createSearch = empty(existingSearchEndpoint)
+
+resource rg 'Microsoft.Resources/resourceGroups@2024-03-01' = {
+  name: 'rg-${environmentName}'
+  location: location
+  tags: tags
+}
+
+module identity 'modules/identity.bicep' = {
+  name: 'identity'
+  scope: rg
+  params: {
+    name: 'id-bot-${resourceToken}'
+    location: location
+    tags: tags
+  }
+}
+
+module monitoring 'modules/monitoring.bicep' = {
+  name: 'monitoring'
+  scope: rg
+  params: {
+    logAnalyticsName: 'log-${resourceToken}'
+    appInsightsName: 'appi-${resourceToken}'
+    location: location
+    tags: tags
+  }
+}
+
+module keyVault 'modules/keyvault.bicep' = {
+  name: 'keyvault'
+  scope: rg
+  params: {
+    name: 'kv-${resourceToken}'
+    location: location
+    tags: tags
+    botPrincipalId: identity.outputs.principalId
+    deployerPrincipalId: principalId
+    deployerPrincipalType: principalType
+    linkSecret: linkSecret
+    serpApiKey: serpApiKey
+    appInsightsName: monitoring.outputs.appInsightsName
+  }
+}
+
+module registry 'modules/registry.bicep' = {
+  name: 'registry'
+  scope: rg
+  params: {
+    name: 'cr${resourceToken}'
+    location: location
+    tags: tags
+    pullPrincipalId: identity.outputs.principalId
+  }
+}
+
+module storage 'modules/storage.bicep' = {
+  name: 'storage'
+  scope: rg
+  params: {
+    name: 'st${resourceToken}'
+    location: location
+    tags: tags
+    containerName: 'bot-state'
+    keyVaultName: keyVault.outputs.name
+  }
+}
+
+module redis 'modules/redis.bicep' = {
+  name: 'redis'
+  scope: rg
+  params: {
+    name: 'redis-${resourceToken}'
+    location: location
+    tags: tags
+    keyVaultName: keyVault.outputs.name
+  }
+}
+
+module postgres 'modules/postgres.bicep' = {
+  name: 'postgres'
+  scope: rg
+  params: {
+    name: 'psql-${resourceToken}'
+    location: location
+    tags: tags
+    adminLogin: postgresAdminLogin
+    adminPassword: postgresAdminPassword
+    databaseName: 'crag'
+    keyVaultName: keyVault.outputs.name
+  }
+}
+
+module openAi 'modules/openai.bicep' = if (createOpenAi) {
+  name: 'openai'
+  scope: rg
+  params: {
+    name: 'oai-${resourceToken}'
+    location: empty(openAiLocation) ? location : openAiLocation
+    tags: tags
+    chatModelName: chatModelName
+    chatModelVersion: chatModelVersion
+    chatDeploymentSku: chatDeploymentSku
+    chatDeploymentCapacity: chatDeploymentCapacity
+    embeddingModelName: embeddingModelName
+    embeddingModelVersion: embeddingModelVersion
+    embeddingDeploymentSku: embeddingDeploymentSku
+    embeddingDeploymentCapacity: embeddingDeploymentCapacity
+    botPrincipalId: identity.outputs.principalId
+    deployerPrincipalId: principalId
+    deployerPrincipalType: principalType
+  }
+}
+
+module search 'modules/search.bicep' = {
+  name: 'search'
+  scope: rg
+  params: {
+    create: createSearch
+    name: 'srch-${resourceToken}'
+    location: location
+    tags: tags
+    sku: searchSku
+    existingQueryKey: existingSearchQueryKey
+    keyVaultName: keyVault.outputs.name
+  }
+}
+
+var openAiEndpoint = createOpenAi ? openAi!.outputs.endpoint : existingOpenAiEndpoint
+var searchEndpoint = createSearch ? search.outputs.endpoint : existingSearchEndpoint
+
+module botImage 'modules/app-image.bicep' = {
+  name: 'bot-image'
+  scope: rg
+  params: {
+    exists: botExists
+    name: 'ca-bot-${resourceToken}'
+  }
+}
+
+module app 'modules/containerapp.bicep' = {
+  name: 'containerapp'
+  scope: rg
+  params: {
+    environmentName: 'cae-${resourceToken}'
+    appName: 'ca-bot-${resourceToken}'
+    location: location
+    tags: tags
+    logAnalyticsName: monitoring.outputs.logAnalyticsName
+    identityName: identity.outputs.name
+    // Taking these outputs also orders the app after the modules that grant the identity AcrPull and
+    // Key Vault Secrets User: the first revision pulls the image and reads its secrets at once.
+    registryServer: registry.outputs.loginServer
+    image: botImage.outputs.image
+    isPlaceholder: botImage.outputs.placeholder
+    port: botPort
+    cpu: containerCpu
+    memory: containerMemory
+    minReplicas: minReplicas
+    maxReplicas: maxReplicas
+    keyVaultUri: keyVault.outputs.uri
+    // Each secret's module wrote it to the vault; naming it here also orders the app after it.
+    secretNames: {
+      storage: storage.outputs.connectionStringSecretName
+      redis: redis.outputs.urlSecretName
+      postgres: postgres.outputs.urlSecretName
+      search: search.outputs.queryKeySecretName
+      appInsights: keyVault.outputs.appInsightsSecretName
+      link: keyVault.outputs.linkSecretName
+      serpApi: keyVault.outputs.serpApiSecretName
+    }
+    settings: {
+      BOT_NAME: botName
+      // The Bot Framework identity: the managed identity, no password (bot/connector_cache.py gets
+      // its tokens through botbuilder's managed-identity credentials).
+      MicrosoftAppId: identity.outputs.clientId
+      MicrosoftAppType: 'UserAssignedMSI'
+      MicrosoftAppTenantId: identity.outputs.tenantId
+      // Read by azure-identity, not by the bot's settings: which of the app's identities
+      // DefaultAzureCredential uses for Azure OpenAI.
+      AZURE_CLIENT_ID: identity.outputs.clientId
+      AZURE_OPENAI_ENDPOINT: openAiEndpoint
+      AZURE_OPENAI_DEPLOYMENT: chatModelName
+      AZURE_OPENAI_EMBEDDING_DEPLOYMENT: embeddingModelName
+      AZURE_SEARCH_ENDPOINT: searchEndpoint
+      AZURE_SEARCH_INDEX: searchIndexName
+      AZURE_SEARCH_MODE: searchMode
+      AZURE_STORAGE_CONTAINER: storage.outputs.containerName
+    }
+  }
+}
+
+module bot 'modules/bot.bicep' = {
+  name: 'bot'
+  scope: rg
+  params: {
+    name: 'bot-${resourceToken}'
+    displayName: botName
+    sku: botServiceSku
+    endpoint: 'https://${app.outputs.fqdn}/api/messages'
+    identityName: identity.outputs.name
+  }
+}
+
+// azd writes these into .azure/<environment>/.env; m365agents.yml copies MICROSOFT_APP_ID and
+// PUBLIC_HOST into the Teams app manifest; docs/deploy.md reads the rest (no secret among them).
+output AZURE_LOCATION string = location
+output AZURE_TENANT_ID string = tenant().tenantId
+output AZURE_RESOURCE_GROUP string = rg.name
+output AZURE_CONTAINER_REGISTRY_ENDPOINT string = registry.outputs.loginServer
+output AZURE_CONTAINER_REGISTRY_NAME string = registry.outputs.name
+output AZURE_CONTAINER_ENVIRONMENT_NAME string = app.outputs.environmentName
+output AZURE_KEY_VAULT_NAME string = keyVault.outputs.name
+output SERVICE_BOT_NAME string = app.outputs.name
+output AZURE_BOT_NAME string = bot.outputs.name
+output MICROSOFT_APP_ID string = identity.outputs.clientId
+output MICROSOFT_APP_TENANT_ID string = identity.outputs.tenantId
+output PUBLIC_HOST string = app.outputs.fqdn
+output PUBLIC_BASE_URL string = 'https://${app.outputs.fqdn}'
+output BOT_NAME string = botName
+output AZURE_OPENAI_ENDPOINT string = openAiEndpoint
+output AZURE_OPENAI_DEPLOYMENT string = chatModelName
+output AZURE_OPENAI_EMBEDDING_DEPLOYMENT string = embeddingModelName
+output AZURE_SEARCH_ENDPOINT string = searchEndpoint
+output AZURE_SEARCH_SERVICE_NAME string = createSearch ? search.outputs.name : ''
+output AZURE_SEARCH_INDEX string = searchIndexName
+output AZURE_SEARCH_MODE string = searchMode
+output POSTGRES_SERVER_NAME string = postgres.outputs.name
+output REDIS_NAME string = redis.outputs.name
+output APPLICATIONINSIGHTS_NAME string = monitoring.outputs.appInsightsName

@@ -1,0 +1,96 @@
+// Azure OpenAI with a chat and an embedding deployment. The bot calls it as its managed identity
+// (no AZURE_OPENAI_API_KEY: crag/services/llm uses DefaultAzureCredential), so key access is
+// switched off altogether.
+param name string
+param location string
+param tags object
+param chatModelName string
+param chatModelVersion string
+param chatDeploymentSku string
+param chatDeploymentCapacity int
+param embeddingModelName string
+param embeddingModelVersion string
+param embeddingDeploymentSku string
+param embeddingDeploymentCapacity int
+param botPrincipalId string
+param deployerPrincipalId string
+@allowed(['User', 'ServicePrincipal'])
+param deployerPrincipalType string
+
+var openAiUserRoleId = '5e0bd9bd-7b93-4f28-af87-19fc36ad61bd'
+
+resource account 'Microsoft.CognitiveServices/accounts@2024-10-01' = {
+  name: name
+  location: location
+  tags: tags
+  kind: 'OpenAI'
+  sku: {
+    name: 'S0'
+  }
+  properties: {
+    customSubDomainName: name
+    publicNetworkAccess: 'Enabled'
+    disableLocalAuth: true
+  }
+}
+
+resource chat 'Microsoft.CognitiveServices/accounts/deployments@2024-10-01' = {
+  parent: account
+  // Named after the model: the bot's AZURE_OPENAI_DEPLOYMENT.
+  name: chatModelName
+  sku: {
+    name: chatDeploymentSku
+    capacity: chatDeploymentCapacity
+  }
+  properties: {
+    model: {
+      format: 'OpenAI'
+      name: chatModelName
+      version: chatModelVersion
+    }
+  }
+}
+
+resource embedding 'Microsoft.CognitiveServices/accounts/deployments@2024-10-01' = {
+  parent: account
+  name: embeddingModelName
+  sku: {
+    name: embeddingDeploymentSku
+    capacity: embeddingDeploymentCapacity
+  }
+  properties: {
+    model: {
+      format: 'OpenAI'
+      name: embeddingModelName
+      version: embeddingModelVersion
+    }
+  }
+  // One deployment at a time: the account refuses concurrent changes.
+  dependsOn: [
+    chat
+  ]
+}
+
+resource botCallsOpenAi 'Microsoft.Authorization/roleAssignments@2022-04-01' = {
+  name: guid(account.id, botPrincipalId, openAiUserRoleId)
+  scope: account
+  properties: {
+    principalId: botPrincipalId
+    principalType: 'ServicePrincipal'
+    roleDefinitionId: subscriptionResourceId('Microsoft.Authorization/roleDefinitions', openAiUserRoleId)
+  }
+}
+
+// crag-ingest run by the deployer embeds the documents with the same deployment (hybrid mode).
+resource deployerCallsOpenAi 'Microsoft.Authorization/roleAssignments@2022-04-01' = if (!empty(deployerPrincipalId)) {
+  name: guid(account.id, deployerPrincipalId, openAiUserRoleId)
+  scope: account
+  properties: {
+    principalId: deployerPrincipalId
+    principalType: deployerPrincipalType
+    roleDefinitionId: subscriptionResourceId('Microsoft.Authorization/roleDefinitions', openAiUserRoleId)
+  }
+}
+
+output endpoint string = account.properties.endpoint
+output name string = account.name

