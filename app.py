@@ -41,6 +41,7 @@ from service.runtime import BotRuntime
 from service.settings import BotSettings
 from service.texts import language_of, t
 from service.workers import WORKER_ID, is_worker, pin_this_worker, supervise
+from service.writable import unwritable
 from webchat import setup_webchat
 from webchat.hosts import HostCheck, is_loopback_host, is_loopback_url
 from webchat.jsonbody import loads as load_json
@@ -247,6 +248,10 @@ def main() -> None:
         log.warning(
             "listening on %s WITHOUT authentication (CRAG_ALLOW_REMOTE_UNAUTHENTICATED)", settings.bind_host
         )
+    problem = unwritable(settings)
+    if problem:
+        print(problem, file=sys.stderr)
+        raise SystemExit(2)
     redact.install(redact.secret_values(settings))
     if settings.workers > 1 and not is_worker():
         raise SystemExit(supervise(settings, settings.workers))

@@ -8,6 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from tests.app_harness import serve_app
 from tests.apprunner import ROOT, free_port
 from tests.conftest import SAMPLE_DOCS
@@ -81,3 +83,16 @@ def test_no_listening_on_all_interfaces_without_an_app_id(tmp_path: Path) -> Non
         result = _run_app(tmp_path, HOST=host)
         assert result.returncode == 2, result.stderr[-2000:]
         assert "CRAG_ALLOW_REMOTE_UNAUTHENTICATED" in result.stderr
+
+
+@pytest.mark.parametrize("setting", ["CRAG_INDEX_DIR", "CRAG_STATE_DB", "CRAG_FEEDBACK_DB"])
+def test_a_folder_the_bot_cannot_write_is_named_at_start(tmp_path: Path, setting: str) -> None:
+    # A path through a file: no user, root included, can make the folder (a volume owned by another
+    # user fails the same way for a non-root user).
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a folder", "utf-8")
+    place = blocker / ("index" if setting == "CRAG_INDEX_DIR" else "x.sqlite3")
+    result = _run_app(tmp_path, **{setting: str(place)})
+    assert result.returncode == 2, result.stderr[-2000:]
+    assert f"cannot write to {place if setting == 'CRAG_INDEX_DIR' else blocker} ({setting})" in result.stderr
+    assert "Traceback" not in result.stderr
