@@ -2,9 +2,6 @@
 tools/container_bases.sh) checked without a container engine: what the image copies exists and
 reaches the build, every setting they give is one the app reads and accepts, the proxy and the bot
 services name each other alike, and the lexicon sources the image pins are the engine's.
-
-No YAML library is a dependency of this project, so compose.yaml is read by `read_yaml` below, a
-reader of the subset the file uses; it refuses what it does not understand rather than guess.
 """
 
 from __future__ import annotations
@@ -20,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 from pydantic import BaseModel
 
 from crag.config.env import EnvSettings
@@ -35,141 +33,6 @@ NOT_SETTINGS = {"PATH", "PYTHONUNBUFFERED", "PYTHONDONTWRITEBYTECODE"}
 
 
 # --- reading the files ---------------------------------------------------------------------------
-
-
-def _unquoted(text: str) -> list[tuple[int, str]]:
-    """(index, char) of text outside single and double quotes."""
-    out, quote = [], ""
-    for i, c in enumerate(text):
-        if quote:
-            quote = "" if c == quote else quote
-        elif c in "'\"":
-            quote = c
-        else:
-            out.append((i, c))
-    return out
-
-
-def _logical_lines(text: str) -> list[tuple[int, str]]:
-    """(indent, content) per line, comments dropped, a flow sequence over several lines joined."""
-    lines: list[tuple[int, str]] = []
-    pending = ""
-    indent = 0
-    for raw in text.splitlines():
-        if "\t" in raw:
-            raise ValueError(f"tab in YAML: {raw!r}")
-        cut = next((i for i, c in _unquoted(raw) if c == "#" and (i == 0 or raw[i - 1] == " ")), len(raw))
-        line = raw[:cut].rstrip()
-        if not line.strip():
-            continue
-        if pending:
-            pending += " " + line.strip()
-        else:
-            indent, pending = len(line) - len(line.lstrip()), line.strip()
-        chars = [c for _, c in _unquoted(pending)]
-        if chars.count("[") == chars.count("]"):
-            lines.append((indent, pending))
-            pending = ""
-    if pending:
-        raise ValueError(f"unclosed flow sequence: {pending!r}")
-    return lines
-
-
-def _scalar(text: str) -> Any:
-    if text.startswith("[") and text.endswith("]"):
-        inner = text[1:-1].strip()
-        if not inner:
-            return []
-        cuts = [i for i, c in _unquoted(inner) if c == ","]
-        parts = [inner[a + 1 : b] for a, b in zip([-1, *cuts], [*cuts, len(inner)], strict=True)]
-        return [_scalar(p.strip()) for p in parts]
-    if len(text) >= 2 and text[0] == text[-1] and text[0] in "'\"":
-        return text[1:-1]
-    if text[:1] in "{&*!|>":
-        raise ValueError(f"YAML this reader does not understand: {text!r}")
-    return text
-
-
-_KEY = re.compile(r"^([A-Za-z0-9_.<>-]+):(?:\s+(.*))?$")
-
-
-def read_yaml(text: str) -> Any:
-    """Block mappings and sequences, plain and quoted scalars, flow sequences, `&anchor` on a block
-    value, `*alias` and `<<: *alias` merges. Values stay strings."""
-    lines = _logical_lines(text)
-    anchors: dict[str, Any] = {}
-
-    def block(i: int, indent: int) -> tuple[Any, int]:
-        if lines[i][1].startswith("- ") or lines[i][1] == "-":
-            items: list[Any] = []
-            while i < len(lines) and lines[i][0] == indent and lines[i][1].startswith("-"):
-                rest = lines[i][1][1:].strip()
-                if _KEY.match(rest):  # a mapping as the item: read it one level in
-                    lines[i] = (indent + 2, rest)
-                    value, i = block(i, indent + 2)
-                else:
-                    value, i = _scalar(rest), i + 1
-                items.append(value)
-            return items, i
-        mapping: dict[str, Any] = {}
-        merged: list[dict[str, Any]] = []
-        while i < len(lines) and lines[i][0] == indent:
-            match = _KEY.match(lines[i][1])
-            if not match:
-                raise ValueError(f"not a mapping entry: {lines[i][1]!r}")
-            key, rest = match[1], (match[2] or "").strip()
-            anchor = ""
-            if rest.startswith("&"):
-                anchor, _, rest = rest[1:].partition(" ")
-            i += 1
-            if rest.startswith("*"):
-                value = anchors[rest[1:]]
-            elif rest:
-                value = _scalar(rest)
-            elif i < len(lines) and (
-                lines[i][0] > indent or (lines[i][0] == indent and lines[i][1].startswith("- "))
-            ):
-                value, i = block(i, lines[i][0])
-            else:
-                value = None
-            if anchor:
-                anchors[anchor] = value
-            if key == "<<":
-                merged.append(value)
-            else:
-                mapping[key] = value
-        for base in merged:
-            for key, value in base.items():
-                mapping.setdefault(key, value)
-        return mapping, i
-
-    value, end = block(0, lines[0][0])
-    if end != len(lines):
-        raise ValueError(f"YAML not read past: {lines[end][1]!r}")
-    return value
-
-
-def test_the_yaml_reader_reads_what_compose_uses_and_refuses_the_rest() -> None:
-    text = """
-x: &base
-  a: "1:2"   # a comment
-  b: [one, "two, three",
-      four]
-s:
-  <<: *base
-  a: own
-  c:
-    - 127.0.0.1:80:80
-    - k: v
-      l: w
-"""
-    assert read_yaml(text)["s"] == {
-        "a": "own",
-        "b": ["one", "two, three", "four"],
-        "c": ["127.0.0.1:80:80", {"k": "v", "l": "w"}],
-    }
-    with pytest.raises(ValueError):
-        read_yaml("a: {b: c}\n")
 
 
 def _substituted(value: str) -> str:
@@ -237,7 +100,7 @@ def _ignored(path: str, patterns: list[str]) -> bool:
 
 @pytest.fixture(scope="module")
 def compose() -> dict[str, Any]:
-    parsed: dict[str, Any] = read_yaml(COMPOSE.read_text("utf-8"))
+    parsed: dict[str, Any] = yaml.safe_load(COMPOSE.read_text("utf-8"))
     return parsed
 
 

@@ -44,14 +44,7 @@ class TurnTrace:
     def stopped(self) -> None:
         """The client stopped the turn (crag.core.protocols.TurnStopped): what it cost until then."""
         if self.span.is_recording():
-            self.span.set_attributes(
-                {
-                    "crag.stopped": True,
-                    "crag.llm.calls": self.llm_calls,
-                    "crag.llm.tokens": self.tokens,
-                    "crag.notices": list(self.notices),
-                }
-            )
+            self.span.set_attributes({"crag.stopped": True, **self._spent()})
 
     def record(self, result: CragResult, cache_hit: bool) -> None:
         """What the turn did, on its span: counts, grades and the branch, never the texts. The LLM
@@ -70,13 +63,19 @@ class TurnTrace:
                 "crag.language": result.language,
                 "crag.refused": result.refused,
                 "crag.web.status": result.web.status.value,
-                "crag.llm.calls": self.llm_calls,
-                "crag.llm.prompt_tokens": self.prompt_tokens,
-                "crag.llm.completion_tokens": self.completion_tokens,
-                "crag.llm.tokens": self.tokens,
-                "crag.notices": list(self.notices),
+                **self._spent(),
             }
         )
+
+    def _spent(self) -> dict[str, tracing.AttributeValue]:
+        """What the turn cost so far: its LLM calls and tokens, and the degradations it met."""
+        return {
+            "crag.llm.calls": self.llm_calls,
+            "crag.llm.prompt_tokens": self.prompt_tokens,
+            "crag.llm.completion_tokens": self.completion_tokens,
+            "crag.llm.tokens": self.tokens,
+            "crag.notices": list(self.notices),
+        }
 
 
 _current: ContextVar[TurnTrace | None] = ContextVar("crag_turn_trace", default=None)

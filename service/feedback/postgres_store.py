@@ -34,6 +34,7 @@ from service.feedback.pending import PendingFile, entry
 from service.feedback.postgres_schema import migrate, schema_version
 from service.feedback.protocol import (
     ANSWER_FIELDS,
+    FLAG_FIELDS,
     FeedbackOutcome,
     FeedbackReceipt,
     FeedbackStoreError,
@@ -334,8 +335,6 @@ def as_row(record: asyncpg.Record) -> dict[str, Any]:
     return {k: v.isoformat() if isinstance(v, datetime) else v for k, v in record.items()}
 
 
-# The fields stored as booleans.
-_FLAGS = tuple(ANSWER_FIELDS.index(f) for f in ("refused", "cache_hit", "stopped"))
 # Every field but the id, as the new row has it.
 _UPSERT = ", ".join(f"{f} = excluded.{f}" for f in ANSWER_FIELDS[1:])
 _INSERT_ANSWER = (
@@ -349,7 +348,7 @@ async def _insert_answer(conn: asyncpg.Connection, row: list[str]) -> None:
     checked = checked_answer_row(row)
     values: list[Any] = [_text(x) for x in checked]
     values[1] = datetime.fromisoformat(checked[1])
-    for flag in _FLAGS:  # refused, cache_hit, stopped
+    for flag in FLAG_FIELDS:  # refused, cache_hit, stopped
         values[flag] = checked[flag] == "1"
     # An upsert, not a replace: replaying an answer again keeps the message id set meanwhile.
     await conn.execute(_INSERT_ANSWER, *values)

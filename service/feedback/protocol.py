@@ -124,6 +124,8 @@ ANSWER_FIELDS = (
     "web_status",  # WebStatus: not_needed, off, ok, failed
     "stopped",  # "1" / "0": the user stopped the turn (Teams' Stop) and never saw this answer
 )
+# The fields both stores keep as flags ("1" / "0" in a row; 0/1 in SQLite, booleans in PostgreSQL).
+FLAG_FIELDS = tuple(ANSWER_FIELDS.index(f) for f in ("refused", "cache_hit", "stopped"))
 # The defaults of the fields added since the first release, in order: the fallback file may still
 # hold rows an earlier version wrote (12 fields, then 16), replayed with these.
 _ADDED_FIELD_DEFAULTS = ["0", "0", "", "", "0"]

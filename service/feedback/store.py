@@ -29,6 +29,7 @@ import aiosqlite
 from service.feedback.pending import PendingFile, entry
 from service.feedback.protocol import (
     ANSWER_FIELDS,
+    FLAG_FIELDS,
     FeedbackOutcome,
     FeedbackReceipt,
     Reaction,
@@ -106,9 +107,6 @@ def _unavailable(exc: BaseException) -> bool:
 
 # Every field but the id, as the new row has it.
 _UPSERT = ", ".join(f"{f} = excluded.{f}" for f in ANSWER_FIELDS[1:])
-
-# The fields stored as 0/1.
-_FLAGS = tuple(ANSWER_FIELDS.index(f) for f in ("refused", "cache_hit", "stopped"))
 
 _BATCH = 64  # items taken from the queue at once (each still committed on its own)
 
@@ -352,7 +350,7 @@ class FeedbackStore(SqliteFile, RecordsWrites):
 
     async def _insert_answer(self, row: list[str]) -> None:
         values: list[Any] = checked_answer_row(row)
-        for flag in _FLAGS:  # refused, cache_hit, stopped
+        for flag in FLAG_FIELDS:  # refused, cache_hit, stopped
             values[flag] = int(values[flag] == "1")
         # An upsert, not a replace: replaying an answer again keeps the message id set meanwhile.
         await self.db.execute(
