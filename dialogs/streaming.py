@@ -104,9 +104,7 @@ class TeamsStreamer:
         try:
             return await self._context.send_activity(reply)
         except ErrorResponseException as exc:
-            if self.stream_id is not None and user_stopped(exc):
-                self._log_stop()
-                raise TurnStopped from None
+            self._raise_if_stopped(exc)
             raise
 
     async def _send(self, kind: str, text: str, first: bool = False) -> None:
@@ -122,9 +120,7 @@ class TeamsStreamer:
                 Activity(type=ActivityTypes.typing, text=text, entities=[entity])
             )
         except ErrorResponseException as exc:
-            if self.stream_id is not None and user_stopped(exc):
-                self._log_stop()
-                raise TurnStopped from None
+            self._raise_if_stopped(exc)
             status, code, message = refusal(exc)
             log.warning(
                 "Teams refused a streaming update (%d %s: %s): the answer goes as one message",
@@ -138,6 +134,10 @@ class TeamsStreamer:
             self.stream_id = response.id
         self._last, self._last_text = now, text
 
-    def _log_stop(self) -> None:
-        self.open = False
-        log.info("the user stopped the streamed answer (after %d updates)", self._sequence)
+    def _raise_if_stopped(self, exc: ErrorResponseException) -> None:
+        """TurnStopped when Teams refused the stream because the user pressed Stop (only an opened
+        stream can be stopped: a refused first update is no Stop)."""
+        if self.stream_id is not None and user_stopped(exc):
+            self.open = False
+            log.info("the user stopped the streamed answer (after %d updates)", self._sequence)
+            raise TurnStopped from None
