@@ -440,6 +440,9 @@ class _Turn:
         answer = await self.e.generator.generate(
             s.standalone, s.language, list(s.knowledge), list(s.web_knowledge), self.on_text, latest=latest
         )
+        if answer.absent and s.branch is Branch.CORRECT:
+            # "The documents don't state it" is never an answer from the documents alone.
+            return replace(s, answer=answer, branch=Branch.AMBIGUOUS)
         return replace(s, answer=answer)
 
     # -- what the steps share ----------------------------------------------------------------------

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from crag.core.texts import QUOTED_FROM, REFUSAL
+from crag.core.texts import NEAREST, QUOTED_FROM, REFUSAL, absence
 from crag.eval.form import DEFECTS, form_defects
-from crag.eval.metrics import Record, compute_metrics
+from crag.eval.metrics import FACT_ABSENT, Record, compute_metrics
 
 BUDGET = 330
 
@@ -104,3 +104,35 @@ def test_metrics_count_form_defects_overall_per_defect_and_per_kind() -> None:
     assert {f"answer.form.{d}" for d in DEFECTS} <= set(m)
     assert m["by_kind.paraphrase.answer.form_defect"] == 0.5
     assert m["by_kind.literal.answer.form_defect"] == 0.5
+
+
+def test_a_table_row_printed_as_cells_is_a_form_defect_and_its_sentence_is_not() -> None:
+    assert form_defects("区分: 世帯主で単身; 月額: ¥10,800 [1]", "ja", BUDGET) == ["cell_run"]
+    assert form_defects("City: Osaka; Hotel cap: ¥18,000 [1]", "en", BUDGET) == ["cell_run"]
+    assert form_defects("世帯主で単身の月額は¥10,800です。 [1]", "ja", BUDGET) == []
+    assert form_defects("Note: bring your badge; the desk opens at 9:00. [1]", "en", BUDGET) == []
+
+
+def test_green_on_the_answerable_its_precision_and_the_absence_statement_are_counted() -> None:
+    said = absence(frozenset({"money"}), "ja") + NEAREST["ja"] + "夜勤は22時からです。 [1]"
+    records = [
+        _record("大阪の宿泊上限は ¥18,000 です。 [1]", "paraphrase"),  # green, holds the gold
+        _record("大阪の宿泊上限は別表のとおり。 [1]", "paraphrase"),  # green, lacks it
+        _record("¥18,000 [1]", "literal").model_copy(update={"branch": "ambiguous"}),
+        _record(said, FACT_ABSENT).model_copy(
+            update={"in_corpus": False, "answers": [], "branch": "ambiguous"}
+        ),
+        _record(said, FACT_ABSENT).model_copy(update={"in_corpus": False, "answers": []}),  # green: no
+        _record(REFUSAL["ja"], FACT_ABSENT).model_copy(
+            update={"in_corpus": False, "answers": [], "branch": "incorrect"}
+        ),
+        _record("夜勤は22時からです。 [1]", FACT_ABSENT).model_copy(
+            update={"in_corpus": False, "answers": [], "branch": "ambiguous"}
+        ),
+    ]
+    m = compute_metrics(records)
+    assert m["answer.green_of_answerable"] == pytest.approx(2 / 3)
+    assert m["answer.green_holds_gold"] == 0.5
+    assert m["answer.absent_said"] == 0.25  # the green one does not count
+    assert m["answer.absent_refused"] == 0.25
+    assert m["answer.absent_said_answerable"] == 0.0

@@ -5,7 +5,16 @@ from __future__ import annotations
 import pytest
 
 from crag.core.models import Chunk, GradedChunk, WebResult
-from crag.stages.generate.extractive import BOUND, FOLLOWS, KIND, SENTENCE_WEIGHTS, ExtractiveComposer
+from crag.core.texts import NEAREST, absence, says_absent
+from crag.eval.form import form_defects
+from crag.stages.generate.extractive import (
+    BOUND,
+    FOLLOWS,
+    KIND,
+    SENTENCE_WEIGHTS,
+    ExtractiveComposer,
+)
+from crag.text.sentences import row_as_sentence
 from crag.text.stats import FlatStats
 from crag.text.tokenize import term_extractor
 
@@ -145,7 +154,8 @@ async def test_a_follow_up_is_answered_about_its_own_words_the_earlier_question_
     kept = [GradedChunk(chunk=CHECKUPS, score=0.9, kept=True)]
     read = "定期健康診断っていつ？本社勤務です 熊本工場だと何月？"  # as the engine reads the follow-up
     answer = await composer.generate(read, "ja", kept, [], latest="熊本工場だと何月？")
-    assert "熊本工場; 実施月: 9月" in answer.text
+    # The asked row first, said as a sentence (before, the 浜松工場 row above it led, as cells).
+    assert answer.text.startswith("熊本工場の実施月は9月です。"), answer.text
     assert "6月" not in answer.text  # the earlier question's 本社, answered in the turn before
     # Read as two questions (what it was before `latest`), the earlier one is answered again.
     before = await composer.generate(read, "ja", kept, [])
@@ -279,8 +289,11 @@ async def test_a_follow_ups_extra_sentence_adds_its_own_words_not_the_earlier_su
     composer = ExtractiveComposer(FlatStats(term_extractor()), max_chars=160)
     kept = [GradedChunk(chunk=SHIFTS, score=0.9, kept=True)]
     answer = await composer.generate("早番って何時から？ 夜勤は？", "ja", kept, [], latest="夜勤は？")
-    # The early shift was the earlier question, answered already.
-    assert "22:00" in answer.text and "6:00〜14:45" not in answer.text
+    # The early shift was the earlier question, answered already: the night shift's row leads, and
+    # the sentences about the night shift come before any other row.
+    assert answer.text.startswith("夜勤（C勤）の勤務時間は22:00"), answer.text
+    early = answer.text.find("6:00〜14:45")
+    assert early == -1 or early > answer.text.index("夜勤は連続4日"), answer.text
 
 
 LOSS = Chunk(
@@ -334,7 +347,7 @@ async def test_a_sentence_announcing_a_table_brings_its_rows(question: str) -> N
     # 「次の住宅手当を支給する」 says nothing without its table: every row, as a list, in the table's
     # order, as a list's items are, whether it leads or a row does (before, a table's rows were not
     # brought so; one or two were quoted as extras, and the asker's could be left out).
-    assert "\n- 区分: 世帯主で単身; 月額: ¥9,500" in answer.text
+    assert "\n- 世帯主で単身の月額は¥9,500です。\n- 世帯主ではない場合の月額は¥2,000です。" in answer.text
     assert answer.text.index("¥16,000") < answer.text.index("¥9,500") < answer.text.index("¥2,000")
 
 
@@ -472,3 +485,109 @@ async def test_at_most_so_much_or_the_following_day_announces_no_list(
     answer = await composer.generate(question, language, kept, [])  # type: ignore[arg-type]
     assert answer.text.startswith(("低温作業手当", "After a call-out"))
     assert "\n- " not in answer.text
+
+
+HOTELS = Chunk(
+    id="travel#3",
+    file="travel.md",
+    title="出張旅費規程",
+    headers=["出張旅費規程", "宿泊費"],
+    text=(
+        "宿泊費は次の上限の範囲で実費を支給する。\n\n"
+        "| 地域 | 宿泊上限（M3以上） | 宿泊上限（M2以下） | 備考 |\n|---|---|---|---|\n"
+        "| 東京 | ¥20,000 | ¥15,000 | - |\n| 大阪 | ¥18,000 | ¥13,000 | - |\n"
+    ),
+)
+HOTELS_EN = Chunk(
+    id="travel-en#3",
+    file="travel_en.md",
+    title="Travel policy",
+    headers=["Travel policy", "Hotels"],
+    text=(
+        "| City | Hotel cap | Notes |\n|---|---|---|\n"
+        "| Tokyo | ¥20,000 | — |\n| Osaka | ¥18,000 | breakfast included |\n"
+    ),
+)
+
+
+@pytest.mark.parametrize(
+    ("chunk", "question", "language", "said", "not_said"),
+    [
+        # The row is said with its own header and cells, the asked row first, the dashes of the
+        # notes column dropped.
+        (
+            HOTELS,
+            "大阪出張のホテル代っていくらまで？",
+            "ja",
+            "大阪の宿泊上限（M3以上）は¥18,000、宿泊上限（M2以下）は¥13,000です。",
+            ["備考", ": "],
+        ),
+        (HOTELS_EN, "what's the hotel cap in Tokyo?", "en", "For Tokyo: hotel cap — ¥20,000. ", ["—;"]),
+        (
+            HOTELS_EN,
+            "what's the hotel cap in Osaka?",
+            "en",
+            "For Osaka: hotel cap — ¥18,000; notes — breakfast included.",
+            [": ¥"],
+        ),
+    ],
+)
+async def test_a_table_row_is_said_as_a_sentence_of_its_own_header_and_cells(
+    chunk: Chunk, question: str, language: str, said: str, not_said: list[str]
+) -> None:
+    composer = ExtractiveComposer(FlatStats(term_extractor()), max_chars=120)
+    kept = [GradedChunk(chunk=chunk, score=0.9, kept=True)]
+    answer = await composer.generate(question, language, kept, [])  # type: ignore[arg-type]
+    assert answer.text.startswith(said), answer.text
+    assert all(word not in answer.text for word in not_said), answer.text
+    assert not form_defects(answer.text, language, 120)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("row", "said"),
+    [
+        ("区分: 世帯主ではない; 月額: ¥2,000", "世帯主ではない場合の月額は¥2,000です。"),
+        ("勤続年数: 3年; 付与日数: 14日; 備考: -", "勤続年数が3年の場合、付与日数は14日です。"),
+        ("Distance: 10 km; Allowance: JPY 8,400", "Where distance is 10 km: allowance — JPY 8,400."),
+        ("Site: Osaka; Owner: IT", "For Osaka: owner — IT."),
+        ("区分: 単身", "区分: 単身"),  # one cell: nothing to say it with
+        ("食事は各自で取る。", "食事は各自で取る。"),  # not a row
+    ],
+)
+def test_a_row_is_said_in_its_own_language_from_its_own_words(row: str, said: str) -> None:
+    assert row_as_sentence(row) == said
+
+
+async def test_passages_without_a_fact_of_the_asked_kind_are_said_not_to_hold_it() -> None:
+    composer = ExtractiveComposer(FlatStats(term_extractor()), max_chars=200)
+    kept = [GradedChunk(chunk=REMOTE_DAYS, score=0.7, kept=True)]
+    answer = await composer.generate("how much is the remote work allowance?", "en", kept, [])
+    # The passage is about remote work and names no amount: said first, then the nearest passage.
+    assert answer.absent and answer.text.startswith(absence(frozenset({"money"}), "en"))
+    assert NEAREST["en"] in answer.text and answer.citations[0].file == "remote.txt"
+    assert len(answer.text) <= 200
+    # A passage holding an amount answers; nothing is said to be missing.
+    composer = ExtractiveComposer(FlatStats(term_extractor()), max_chars=200)
+    kept = [GradedChunk(chunk=HOME, score=0.7, kept=True)]
+    answer = await composer.generate("how much is the remote work allowance?", "en", kept, [])
+    assert not answer.absent and "JPY 3,500" in answer.text and not says_absent(answer.text)
+
+
+CAR_KEYS = Chunk(
+    id="car#2",
+    file="car.md",
+    title="公用車の利用について",
+    headers=["公用車の利用について"],
+    text=(
+        "【予約】 施設予約画面で「公用車」を選んで予約する。"
+        "【返却】 使用が終わったら速やかに返却する。遅くとも18:00までに、鍵と運転日誌を庁舎管理課に返す。"
+    ),
+)
+
+
+async def test_an_inline_section_label_is_not_quoted_ahead_of_the_fact() -> None:
+    composer = ExtractiveComposer(FlatStats(term_extractor()), max_chars=200)
+    kept = [GradedChunk(chunk=CAR_KEYS, score=0.9, kept=True)]
+    answer = await composer.generate("公用車の返却って何時まで？", "ja", kept, [])
+    assert "18:00" in answer.text and "【" not in answer.text, answer.text
+    assert not form_defects(answer.text, "ja", 200)

@@ -9,6 +9,7 @@ import pytest
 
 from crag.config.settings import CragSettings
 from crag.core.models import Branch, Chunk, GradedChunk, Thresholds, Turn, WebResult, WebStatus
+from crag.core.texts import ABSENT, says_absent
 from crag.engine import CragEngine, EngineConfig
 from crag.runtime.factory import build_engine, open_local_index
 from service.texts import REFUSAL
@@ -414,3 +415,24 @@ async def test_words_only_grades_never_claim_an_answer_but_keep_their_order(tmp_
     assert cautious.index(max(cautious)) == confident.index(max(confident))
     # Below the "does not answer" anchor nothing changes: the same passages are kept.
     assert [c for c in cautious if c < 0.4] == [c for c in confident if c < 0.4]
+
+
+async def test_an_answer_saying_the_documents_lack_the_fact_is_never_green(engine: CragEngine) -> None:
+    # Graded full by a fixed grader (the local one caps a passage without the asked kind), the guest
+    # network passage is kept under the green badge; it names no amount, so the composer says so and
+    # the turn is no longer one answered from the documents alone.
+    sure = CragEngine(
+        engine.rewriter,
+        engine.retriever,
+        _FixedGrader({"MT-Guest": 0.95}),
+        engine.web,
+        engine.generator,
+        EngineConfig(research_rounds=0),
+    )
+    result = await sure.run("How much does the guest network cost visitors?")
+    assert result.answer.startswith(ABSENT["en"].format(what="amount")), result.answer
+    assert result.branch is Branch.AMBIGUOUS
+    assert result.cited_files == ["wifi.md"]
+    # The same passages for a question they answer: green, no statement.
+    answered = await sure.run("What is the password of the MT-Guest network?")
+    assert answered.branch is Branch.CORRECT and not says_absent(answered.answer)

@@ -112,6 +112,7 @@ class GeneratedAnswer(BaseModel):
     text: str
     citations: list[Citation] = Field(default_factory=list)
     refused: bool = False  # the fixed "cannot answer" text was returned
+    absent: bool = False  # opens with texts.ABSENT: the passages lack a fact of the asked kind
     followups: list[str] = Field(default_factory=list)
 
 

@@ -8,6 +8,7 @@ makes answers read better (or worse) shows in numbers, not in impressions.
     scope_lead      starts with a scope sentence ("本規程は…を定める", "This policy applies to…")
                     instead of the fact
     whitespace_run  three or more spaces in a row (table cells run together)
+    cell_run        a table row printed as its cells ("区分: 単身; 月額: ¥10,800") instead of a sentence
     empty_cell      an empty table cell, or one printed as "none" / "None" / "nan"
     dangling_marker a list marker with nothing after it ("・" or "1." at a line's end)
     over_budget     longer than the answer budget (citation markers and source titles count, the
@@ -25,6 +26,7 @@ DEFECTS = (
     "title_lead",
     "scope_lead",
     "whitespace_run",
+    "cell_run",
     "empty_cell",
     "dangling_marker",
     "over_budget",
@@ -41,6 +43,8 @@ _SCOPE_LEAD = re.compile(
     re.IGNORECASE,
 )
 _WHITESPACE_RUN = re.compile(r"[ \t\u3000]{3,}")
+# Two "header: value" cells in a row, joined by "; " (crag/text/sentences.py writes rows so).
+_CELL_RUN = re.compile(r"[^;:：\n]{1,40}: [^;\n—]{1,120}; [^;:：\n.。—]{1,40}: ")
 _EMPTY_CELL = re.compile(r"\|\s*\|")
 # "None" / "nan" as a value, not as an English word inside a sentence ("none of the above").
 _NONE_VALUE = re.compile(r"(?:^|[\s|:：、,(（])(?:None|NaN|nan)(?=\s*(?:$|[|,、。.)）]))")
@@ -69,6 +73,8 @@ def form_defects(answer: str, language: Lang, budget: int) -> list[str]:
         found.add("scope_lead")
     if _WHITESPACE_RUN.search(text):
         found.add("whitespace_run")
+    if _CELL_RUN.search(text):
+        found.add("cell_run")
     none_in_ja = language == "ja" and _NONE_IN_JA.search(text)
     if _EMPTY_CELL.search(text) or _NONE_VALUE.search(text) or none_in_ja:
         found.add("empty_cell")

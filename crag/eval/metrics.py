@@ -11,9 +11,12 @@ from collections.abc import Sequence
 from pydantic import BaseModel
 
 from crag.core.models import Thresholds
+from crag.core.texts import REFUSAL, says_absent
 from crag.eval.form import DEFECTS
 
 _SPACE = re.compile(r"\s+")
+# The datasets' kind for a question whose topic the corpus mentions but whose fact it lacks.
+FACT_ABSENT = "topic_mentioned_fact_absent"
 
 
 class Record(BaseModel):
@@ -151,6 +154,7 @@ def compute_metrics(records: Sequence[Record]) -> dict[str, float]:
     inside = [r for r in records if r.in_corpus]
     withheld = [r for r in records if not r.in_corpus]
     checkable = [r for r in inside if r.has_gold]
+    lacking = [r for r in records if r.kind == FACT_ABSENT]
     latencies = [r.latency_ms for r in records]
     return {
         "questions": len(records),
@@ -187,6 +191,15 @@ def compute_metrics(records: Sequence[Record]) -> dict[str, float]:
         # failure an employee trusts most and forgives least.
         "answer.confidently_wrong": _mean([r.confidently_wrong for r in records]),
         "answer.from_documents": _mean([r.branch == "correct" for r in records]),
+        # The green badge on the answerable questions, and how often an answer under it holds the gold.
+        "answer.green_of_answerable": _mean([r.branch == "correct" for r in checkable]),
+        "answer.green_holds_gold": _mean([r.answered for r in checkable if r.branch == "correct"]),
+        # Questions whose topic the documents mention but whose fact they lack: answered with the
+        # plain statement that the documents do not hold it (never under the green badge), or refused.
+        "answer.absent_said": _mean([says_absent(r.answer) and r.branch != "correct" for r in lacking]),
+        "answer.absent_refused": _mean([r.answer in REFUSAL.values() for r in lacking]),
+        # Answerable questions told the documents lack the fact (the statement's false alarms).
+        "answer.absent_said_answerable": _mean([says_absent(r.answer) for r in checkable]),
         "answer.mean_chars": statistics.fmean([len(r.answer) for r in records]) if records else 0.0,
         # Answers with any form defect (crag/eval/form.py), then each defect's share.
         "answer.form_defect": _mean([bool(r.form) for r in records]),

@@ -1,12 +1,16 @@
 """Sentence splitting for Japanese and English prose, good enough for chunking and extraction.
 
 Markdown structure is respected: each list item is its own unit, and each table row becomes a
-sentence of "header: value" pairs, so an extracted row still says what its numbers mean.
+sentence of "header: value" pairs, so an extracted row still says what its numbers mean. Quoted in an
+answer, such a row is said as a sentence of its own words (row_as_sentence).
 """
 
 from __future__ import annotations
 
 import re
+
+from crag.text.lang import detect_language
+from crag.text.question import has_number
 
 # Japanese sentences end with 。！？ (full or half width); English ones with .!? followed by space.
 # A closing bracket or quote right after the terminator stays with its sentence.
@@ -89,6 +93,53 @@ _TABLE_ROW = re.compile(r"^[^;:\n]+: [^;\n]*(?:; [^;:\n]+: [^;\n]*)+$")
 
 def is_table_row(sentence: str) -> bool:
     return bool(_TABLE_ROW.match(sentence))
+
+
+# The endings of a Japanese verb or adjective: a row named so is a case (「…がいる場合の」).
+_CLAUSE_END = ("い", "る", "た", "だ", "す", "う", "く", "つ", "む", "ぶ", "ぬ")
+# A cell that says nothing: a dash standing for "not applicable" or "same as above".
+_BLANK_CELL = frozenset({"-", "—", "–", "－", "―", "〃", "同上", "None", "none", "nan", "NaN"})
+
+
+def row_as_sentence(text: str) -> str:
+    """A table row ("区分: 世帯主で単身; 月額: ¥10,800", as the splitter writes it) said as a sentence
+    built from its own header and cells only, in the row's language: 「世帯主で単身の月額は¥10,800で
+    す。」 / "For Osaka: hotel cap — ¥18,000; notes — breakfast included." The first cell names the
+    row; every other cell is said, dashes for "not applicable" dropped (a column left out once held
+    the asked "who" of a two-part question). Anything else is returned unchanged."""
+    if not is_table_row(text):
+        return text
+    pairs = [cell.split(": ", 1) for cell in text.split("; ")]
+    if any(len(p) != 2 for p in pairs):
+        return text
+    cells = [(h.strip(), v.strip()) for h, v in pairs if h.strip() and v.strip() not in _BLANK_CELL]
+    if len(cells) < 2:
+        return text
+    (key_header, key), rest = cells[0], cells[1:]
+    # A row named by a number says what the number is: 「勤続年数が3年の場合」, not 「3年の」.
+    numbered = has_number(key)
+    if detect_language(text) == "ja":
+        said = "、".join(f"{h}は{v}" for h, v in rest)
+        end = "" if said.endswith(("。", "です", "ます")) else "です。"
+        # 「世帯主ではない場合の月額」: a row named by a clause (a verb or adjective ending) is a case.
+        lead = (
+            f"{key_header}が{key}の場合、"
+            if numbered
+            else f"{key}場合の"
+            if key.endswith(_CLAUSE_END)
+            else f"{key}の"
+        )
+        return f"{lead}{said}{end}"
+    said = "; ".join(f"{_lower_first(h)} — {v}" for h, v in rest)
+    lead = f"Where {_lower_first(key_header)} is {key}: " if numbered else f"For {key}: "
+    return f"{lead}{said}{'' if said.endswith('.') else '.'}"
+
+
+def _lower_first(header: str) -> str:
+    """ "Hotel cap" -> "hotel cap"; "ID", "M3 rate" unchanged (an acronym or a code)."""
+    if len(header) > 1 and header[0].isupper() and header[1].islower():
+        return header[0].lower() + header[1:]
+    return header
 
 
 def _row_sentence(header: list[str], cells: list[str]) -> str:

@@ -18,7 +18,7 @@ from typing import Literal
 from crag.core import weights as weights_file
 from crag.core.models import Citation, GeneratedAnswer, GradedChunk, WebResult
 from crag.core.protocols import TextSink
-from crag.core.texts import QUOTED_FROM, REFUSAL
+from crag.core.texts import NEAREST, QUOTED_FROM, REFUSAL, WEB_SAYS, absence
 from crag.stages.grade.semantic import VectorSource, centred
 from crag.text.bilingual import Translator, question_query
 from crag.text.chunk_terms import ChunkTermsMemo
@@ -28,7 +28,7 @@ from crag.text.overlap import WeightedQuery, term_pairs
 from crag.text.parts import question_parts
 from crag.text.quantity import Quantity, bound_fit, stated
 from crag.text.question import asks_for_number, has_number
-from crag.text.sentences import LIST_ITEM, is_table_row, split_sentences
+from crag.text.sentences import LIST_ITEM, is_table_row, row_as_sentence, split_sentences
 from crag.text.stats import TermStats
 
 # A clause ends at a comma, semicolon or colon (Japanese or Latin), which stays with it.
@@ -46,6 +46,8 @@ _INTRODUCES_LIST = re.compile(
     re.I,
 )
 _MAX_ITEMS = 6
+# A section label leading a sentence in the paragraph's text: 「【返却】 使用が終わったら…」.
+_SECTION_LABEL = re.compile(r"^\s*【[^】]{1,30}】\s*(?=\S)")
 # A plain-text paragraph's lead-in label: "Typhoons.", "Parking at the head office." (a few words, no
 # verb of a sentence).
 _LABEL = re.compile(
@@ -98,6 +100,7 @@ class _Candidate:
     whole: bool = False  # a whole web snippet rather than one sentence
     features: list[float] | None = None  # what the score weighs (None: shares nothing with the question)
     item: bool = False  # a list item (its marker removed from text), or a table's row
+    row: bool = False  # a table's row (said as a sentence, row_as_sentence)
     listed: bool = False  # quoted as an item of the list the previous sentence introduces
     terms: frozenset[str] = frozenset()  # the sentence's own terms (what it adds to the answer)
     pairs: frozenset[tuple[str, str]] = frozenset()  # its phrases (term_pairs)
@@ -151,9 +154,26 @@ class ExtractiveComposer:
         parts = question_parts(question) if latest is None else [question]
         sources: list[_Source] = []
         chosen: list[_Candidate] = []
+        # Passages on the topic, none holding a fact of the asked kind (no amount anywhere for "how
+        # much?"): the answer says so first, then quotes the nearest passage as that, not as an
+        # answer. One-part questions asking for the value itself only: 「低温作業手当はつく？」 asks
+        # whether, and is answered by the rule that grants it, amount or not.
+        # A follow-up by its own words: "does that apply to the finance section too?" after "how much
+        # is…?" asks whether, not how much. A count is of anything here ("30 to 50 thousand
+        # inhabitants" for "how many people"): the statement is for passages holding no number at all.
+        asked = _kinds(question if latest is None else latest)
+        kinds = frozenset(k.split(":")[0] for k in asked - {"number"})
+        valued = "number" in asked or kinds <= {"phone", "email"}
+        lacking = (
+            len(parts) == 1
+            and valued
+            and bool(chunks)
+            and kind_signal(kinds, [g.chunk.text for g in chunks]) < 0
+        )
+        opening = absence(kinds, language) if lacking else ""
         # A question asking for several things gets each part's best sentences, within an equal
         # share of the budget: the best sentence for the whole question answers one part at most.
-        share = self._max_chars // len(parts)
+        share = (self._max_chars - (len(opening) + len(NEAREST[language]) if opening else 0)) // len(parts)
         per_part = []
         own = frozenset(self._index.terms(latest)) if latest is not None else None
         for k, part in enumerate(parts):
@@ -175,11 +195,13 @@ class ExtractiveComposer:
             others = led - {(lead.source, lead.order)} if lead is not None else led
             # A follow-up's extra sentences add what its own words ask, not the earlier question's
             # subject again: 「夜勤は？」 after 「早番って何時から？」 does not get the 早番 row.
-            focus = _framed(query, own, 0.0) if own is not None else query
+            focus = _framed(query, own, 0.0) if own is not None else None
             for cand in self._choose(query, candidates, sources, lead_in, share, lead, others, focus):
                 if not any(c.source == cand.source and c.order == cand.order for c in chosen):
                     chosen.append(cand)
         if not chosen:
+            if opening:  # nothing near enough to quote: the statement alone
+                return GeneratedAnswer(text=opening, absent=True)
             return GeneratedAnswer(text=REFUSAL[language], refused=True)
         # One number per cited file (or web page): two passages of one file are one source to the
         # reader. Best sentence first: its file is [1].
@@ -189,7 +211,10 @@ class ExtractiveComposer:
             key = _source_key(sources[cand.source].citation)
             numbers[cand.source] = by_key.setdefault(key, len(by_key) + 1)
         # Reading order: by citation number, then by passage and position inside it.
-        ordered = sorted(chosen, key=lambda c: (numbers[c.source], c.source, c.order))
+        # A table row or list item leading the answer stays first in its passage: rows stand alone, and
+        # 「熊本工場だと何月？」 is answered by the 熊本工場 row, not by the 浜松工場 row above it.
+        lead = chosen[0] if chosen[0].item and not chosen[0].listed else None
+        ordered = sorted(chosen, key=lambda c: (numbers[c.source], c.source, -1 if c is lead else c.order))
         pieces: list[tuple[str, bool]] = []  # each source's text, and whether it ends in a list
         named: set[str] = set()
         for n in range(1, len(by_key) + 1):
@@ -216,6 +241,9 @@ class ExtractiveComposer:
         text = pieces[0][0]
         for (piece, _), (_, list_before) in zip(pieces[1:], pieces, strict=False):
             text += ("\n" if list_before else _glue(text)) + piece  # after a list, a line of its own
+        if opening:
+            label = WEB_SAYS if sources[ordered[0].source].citation.kind == "web" else NEAREST
+            return GeneratedAnswer(text=f"{opening}{label[language]}{text}", citations=citations, absent=True)
         return GeneratedAnswer(text=text, citations=citations)
 
     def _query(self, question: str, own: frozenset[str] | None = None) -> WeightedQuery:
@@ -339,6 +367,11 @@ class ExtractiveComposer:
             # A quoted list item loses its marker: "- " or "1. " leading an answer renders as a list.
             marker = LIST_ITEM.match(sentence)
             text = sentence[marker.end() :].strip() if marker else sentence
+            # A table row is said as a sentence of its own header and cells (a run of cells reads as
+            # a pasted fragment), and an inline section label 「【返却】」 is not quoted ahead of the
+            # fact: both before the budget is counted and a long one is cut.
+            row = is_table_row(sentence)
+            text = row_as_sentence(text) if row else _SECTION_LABEL.sub("", text)
             out.append(
                 _Candidate(
                     text or sentence,
@@ -346,7 +379,8 @@ class ExtractiveComposer:
                     order,
                     score,
                     features=x,
-                    item=bool(marker) or is_table_row(sentence),
+                    item=bool(marker) or row,
+                    row=row,
                     terms=terms,
                     pairs=term_pairs(ordered),
                     kinds=kinds - {"number"},
@@ -400,7 +434,7 @@ class ExtractiveComposer:
         max_chars: int,
         lead: _Candidate | None = None,
         reserved: set[tuple[int, int]] | frozenset[tuple[int, int]] = frozenset(),
-        focus: WeightedQuery | None = None,  # what an extra sentence must add to (default: query)
+        focus: WeightedQuery | None = None,  # a follow-up's own words: what an extra must add to
     ) -> list[_Candidate]:
         """The best sentence, the one after it (answers often follow the sentence that matches the
         question), then the next best sentences (at most MAX_RUNNERS_UP), as long as the answer,
@@ -446,7 +480,12 @@ class ExtractiveComposer:
         # passage's 「内線：3150（平日10:00〜17:00）」 scoring 0.1 higher.
         ask = focus or query
         queued = list(picks)
-        waiting = [c for c in runner_up if c not in picks]
+        # A follow-up's extra rows share its own words: 「夜勤は？」 after 「早番って何時から？」 is not
+        # given the 早番 row again because there is room for it (a row is about its own case; a
+        # sentence may answer in other words: "can they make it longer?" -> "may be extended").
+        waiting = [
+            c for c in runner_up if c not in picks and not (focus and c.row and focus.coverage(c.terms) <= 0)
+        ]
 
         def _next() -> _Candidate | None:
             if queued:
