@@ -2,6 +2,7 @@
 
     .venv/bin/python tools/bench/bench_embed.py [--docs sample_docs] [--texts 600]
         [--batches 1 8 32 128] [--threads 1 2] [--processes 1 2]
+    .venv/bin/python tools/bench/bench_embed.py --by-length [--texts 600]
 
 The texts are what the vector build embeds for the folder (crag/retrieval/embed/index_vectors.py):
 every chunk's framed text and every sentence in its section, deduplicated, the first --texts of them
@@ -9,7 +10,8 @@ in the build's order. Each configuration runs in a fresh process, since OpenMP r
 once; with several processes the texts are split between them and each runs with --threads threads.
 "sorted" batches the texts by length (a batch is padded to its longest text). Prints, and asserts
 nothing: texts/s and characters/s per configuration, and the least cosine of its vectors against the
-ones embedded one text at a time (the same vectors: at least 0.999).
+ones embedded one text at a time (the same vectors: at least 0.999). `--by-length`: texts/s and
+characters/s for each quarter of the texts by length, in the build's configuration.
 """
 
 from __future__ import annotations
@@ -90,6 +92,18 @@ def run(
     return seconds, vectors
 
 
+def by_length(texts: list[str], threads: int, tmp: Path) -> None:
+    """The texts in four groups by length (quartiles), each embedded as the vector build does."""
+    ordered = sorted(texts, key=len)
+    print(f"{'characters':>12} {'texts':>6} {'texts/s':>8} {'chars/s':>8}")
+    for group in np.array_split(np.arange(len(ordered)), 4):
+        part = [ordered[i] for i in group]
+        seconds, _ = run(part, 8, "file", threads, 1, tmp)
+        size = sum(len(t) for t in part)
+        span = f"{len(part[0])}-{len(part[-1])}"
+        print(f"{span:>12} {len(part):>6} {len(part) / seconds:>8.1f} {size / seconds:>8.0f}")
+
+
 def main() -> None:
     if len(sys.argv) > 1 and sys.argv[1] == "--worker":
         worker(sys.argv[2], int(sys.argv[3]), sys.argv[4], sys.argv[5])
@@ -100,12 +114,20 @@ def main() -> None:
     parser.add_argument("--batches", type=int, nargs="+", default=[1, 8, 32, 128])
     parser.add_argument("--threads", type=int, nargs="+", default=[1, 2])
     parser.add_argument("--processes", type=int, nargs="+", default=[1, 2])
+    parser.add_argument(
+        "--by-length",
+        action="store_true",
+        help="texts/s by text length, at batch 8 with every core's threads",
+    )
     args = parser.parse_args()
     texts = build_texts(args.docs, args.texts)
     chars = sum(len(t) for t in texts)
     print(f"{len(texts)} texts, {chars} characters (mean {chars / len(texts):.0f}), {os.cpu_count()} cores")
     with tempfile.TemporaryDirectory() as tmp_name:
         tmp = Path(tmp_name)
+        if args.by_length:
+            by_length(texts, os.cpu_count() or 1, tmp)
+            return
         _, reference = run(texts, 1, "file", 2, 1, tmp)  # one text at a time: the vectors of record
         header = ("processes", "threads", "batch", "order", "texts/s", "chars/s", "min cos")
         print(" ".join(f"{h:>9}" for h in header))
