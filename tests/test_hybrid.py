@@ -191,7 +191,8 @@ async def test_bot_answers_lexically_before_vectors_are_ready_and_hybrid_after(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     gated = GatedEmbedder(choice.local_embedder())
-    monkeypatch.setattr(choice, "local_embedder", lambda: gated)  # where choose_embeddings looks it up
+    # where choose_embeddings looks it up
+    monkeypatch.setattr(choice, "local_embedder", lambda engine="fast": gated)
     docs = subset(tmp_path, "remote_work_policy.md", "benefits_and_welfare.md", "leave_policy.md")
     # Without the bilingual lexicon: only the dense path can reach the English section then.
     runtime = BotRuntime(bot_settings(tmp_path, CRAG_DOCS_DIR=str(docs), CRAG_LEXICON=""))

