@@ -78,7 +78,7 @@ class IndexVectors:
         # when all are) for the last question; (vector, chunk stats, sentence stats) for standing.
         self._last_cosines: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray | None] | None = None
         self._last_standing: tuple[np.ndarray, _Stats, _Stats] | None = None
-        self._spread: np.ndarray | None = None
+        self._spread_cache: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
         self._stored_keys: set[str] = set()  # the keys the index folder held when _plan read it
         self.done = 0
         self.total = 0
@@ -140,7 +140,7 @@ class IndexVectors:
         sentence vectors), computed once per question vector: retrieval's lists and the grader's
         standing all read them, so each matrix is multiplied once per turn."""
         last = self._last_cosines
-        if last is not None and last[0] is vector:
+        if last is not None and _same(last[0], vector):
             return last[1], last[2]
         assert self.chunk_matrix is not None
         chunk: np.ndarray = self.chunk_matrix @ vector
@@ -154,12 +154,18 @@ class IndexVectors:
                 best[nonempty] = np.maximum.reduceat(per_sentence, offsets[:-1][nonempty])
             else:
                 exact = np.zeros(len(chunk), bool)
+                sample, sample_sentences, sample_starts = self._spread()
+                best[sample] = chunk[sample]
+                has = sample_starts[1:] > sample_starts[:-1]
+                if len(sample_sentences):
+                    per_sentence = sample_sentences @ vector
+                    best[sample[has]] = np.maximum.reduceat(per_sentence, sample_starts[:-1][has])
+                exact[sample] = True
                 near = np.argpartition(-chunk, SHORTLIST - 1)[:SHORTLIST]
-                rows = np.union1d(near, self._spread_rows())
-                best[rows] = self._best_sentences(vector, rows)
-                exact[rows] = True
+                near = near[~exact[near]]
+                best[near] = self._best_sentences(vector, near)
+                exact[near] = True
                 # The others: their chunk's cosine plus the typical gap, measured on the sample.
-                sample = self._spread_rows()
                 best[~exact] += float(np.median(best[sample] - chunk[sample]))
         self._last_cosines = (vector, chunk, best, exact)
         return chunk, best
@@ -186,12 +192,22 @@ class IndexVectors:
         return out
 
     def _spread_rows(self) -> np.ndarray:
-        """A fixed sample of chunk rows (the same every turn), sorted."""
-        if self._spread is None or len(self._spread) > len(self._chunks):
+        return self._spread()[0]
+
+    def _spread(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """A fixed sample of chunk rows (the same every turn, sorted), their sentence vectors in
+        float32 and where each row's sentences start in them: made once, read every turn."""
+        if self._spread_cache is None:
+            assert self._sentence_offsets is not None
             rng = np.random.default_rng(0)
             size = min(SPREAD_SAMPLE, len(self._chunks))
-            self._spread = np.sort(rng.choice(len(self._chunks), size=size, replace=False))
-        return self._spread
+            rows = np.sort(rng.choice(len(self._chunks), size=size, replace=False))
+            starts, ends = self._sentence_offsets[rows], self._sentence_offsets[rows + 1]
+            picked = np.concatenate([np.arange(a, b) for a, b in zip(starts, ends, strict=True)] or [[]])
+            matrix = np.asarray(self._sentence_rows32()[picked.astype(np.int64)], np.float32)
+            offsets = np.concatenate(([0], np.cumsum(ends - starts))).astype(np.int64)
+            self._spread_cache = (rows, matrix, offsets)
+        return self._spread_cache
 
     def standing(self, vector: np.ndarray, chunk_id: str) -> tuple[float, float] | None:
         """How far the chunk stands out for this question among the index's chunks in its own
@@ -210,7 +226,7 @@ class IndexVectors:
             best[row] = self._best_sentences(vector, np.array([row]))[0]
             exact[row] = True
         last = self._last_standing
-        if last is None or last[0] is not vector:
+        if last is None or not _same(last[0], vector):
             pool = None if exact is None else self._spread_rows()
             chunk_stats, best_stats = _group_stats(self.languages, chunk, best, pool_rows=pool)
             last = (vector, chunk_stats, best_stats)
@@ -341,6 +357,11 @@ class IndexVectors:
         dim = self.chunk_matrix.shape[1] if self.chunk_matrix is not None and len(self.chunk_matrix) else 0
         matrix = np.stack(flat).astype(np.float16) if flat else np.zeros((0, dim), np.float16)
         return matrix, offsets
+
+
+def _same(a: np.ndarray, b: np.ndarray) -> bool:
+    """The same question vector: the same object, or equal values (another caller's copy)."""
+    return a is b or (a.shape == b.shape and bool(np.array_equal(a, b)))
 
 
 # A language with fewer chunks than this is measured against the whole index instead: a handful of
