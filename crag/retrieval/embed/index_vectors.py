@@ -203,8 +203,9 @@ class IndexVectors:
             size = min(SPREAD_SAMPLE, len(self._chunks))
             rows = np.sort(rng.choice(len(self._chunks), size=size, replace=False))
             starts, ends = self._sentence_offsets[rows], self._sentence_offsets[rows + 1]
-            picked = np.concatenate([np.arange(a, b) for a, b in zip(starts, ends, strict=True)] or [[]])
-            matrix = np.asarray(self._sentence_rows32()[picked.astype(np.int64)], np.float32)
+            ranges = [np.arange(a, b, dtype=np.int64) for a, b in zip(starts, ends, strict=True)]
+            picked = np.concatenate(ranges) if ranges else np.zeros(0, np.int64)
+            matrix = np.asarray(self._sentence_rows32()[picked], np.float32)
             offsets = np.concatenate(([0], np.cumsum(ends - starts))).astype(np.int64)
             self._spread_cache = (rows, matrix, offsets)
         return self._spread_cache
