@@ -67,7 +67,16 @@ def main(argv: list[str] | None = None) -> int:
     local = settings.for_docs(args.docs, args.index_dir).model_copy(
         update={"search_provider": "local", "watch_docs": False}
     )
-    return asyncio.run(ingest_local(local))
+    try:
+        return asyncio.run(ingest_local(local))
+    except KeyboardInterrupt:
+        # asyncio.run cancelled the build: the vectors made so far were saved on the way out.
+        print(
+            "\ninterrupted: what was indexed and embedded so far is kept; "
+            "run the same command again to go on from there",
+            file=sys.stderr,
+        )
+        return 130
 
 
 def _sharepoint(args: argparse.Namespace) -> int:
