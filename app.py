@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import errno
 import hmac
 import json
 import logging
@@ -280,6 +281,17 @@ def main() -> None:
     except FeedbackStoreError as exc:  # the database answered but refused the store: a setting to fix
         print(f"invalid settings: {exc}", file=sys.stderr)
         raise SystemExit(2) from None
+    except OSError as exc:
+        if exc.errno != errno.EADDRINUSE:
+            raise
+        # Another bot (or anything else) listens there already: say so, not a traceback.
+        log.error("port %d on %s is in use", settings.port, settings.bind_host)
+        print(
+            f"error: port {settings.port} on {settings.bind_host} is already in use "
+            "(another bot running?); stop it or set PORT to another port",
+            file=sys.stderr,
+        )
+        raise SystemExit(1) from None
 
 
 if __name__ == "__main__":
