@@ -32,8 +32,9 @@ BATCH = 8
 # library: every chunk's own vector is still scored, but the sentences only of the SHORTLIST chunks
 # nearest the question, of a fixed sample of SPREAD_SAMPLE chunks (the spread the grader's z-scores
 # are measured against) and of any chunk the grader asks about; the rest are estimated from their
-# chunk's cosine. 0.6 GB of sentence vectors per 100,000 chunks are then read for a few thousand
-# rows instead of all (docs/performance.md has the turn at 100,000 chunks).
+# chunk's cosine. Of the ~0.4 GB of float16 sentence vectors of 100,000 chunks a turn then reads a few
+# thousand rows, not all, and no float32 copy of them is kept (docs/performance.md: the turn at
+# 100,000 chunks).
 EXACT_SENTENCES_UP_TO = 20_000
 SHORTLIST = 2_000
 SPREAD_SAMPLE = 4_000
