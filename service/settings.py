@@ -10,7 +10,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from pydantic import Field, SecretStr, model_validator
 
-from crag.config.settings import REPO_ROOT, CragSettings
+from crag.config.settings import BLOB_CONTAINER_PATTERN, REPO_ROOT, CragSettings
 from service.client_address import Network, parse_networks
 
 ADMIN_KEY_MIN_CHARS = 16  # a shared key guessable in a few tries would protect nothing
@@ -60,16 +60,15 @@ class BotSettings(CragSettings):
     state_db: Path = Field(default=REPO_ROOT / "data" / "state.sqlite3", alias="CRAG_STATE_DB")
     # SQLite state of a conversation untouched this many days is deleted (swept at start, then hourly).
     state_ttl_days: float = Field(default=30.0, gt=0, le=3650, alias="CRAG_STATE_TTL_DAYS")
-    azure_storage_connection_string: SecretStr = Field(
-        default=SecretStr(""), alias="AZURE_STORAGE_CONNECTION_STRING"
-    )
+    # STATE_STORAGE=blob: the account is AZURE_STORAGE_CONNECTION_STRING, a setting of CragSettings (the
+    # vector cache's Blob copy, CRAG_VECTOR_CACHE_BLOB_CONTAINER, is kept in the same account).
     # Azure's rule for container names (3-63 lowercase letters, digits and single hyphens inside),
     # checked at start: a bad name would fail every turn on first use instead.
     azure_storage_container: str = Field(
         default="bot-state",
         min_length=3,
         max_length=63,
-        pattern=r"^[a-z0-9]+(-[a-z0-9]+)*$",
+        pattern=BLOB_CONTAINER_PATTERN,
         alias="AZURE_STORAGE_CONTAINER",
     )
     cosmos_endpoint: str = Field(default="", alias="COSMOS_ENDPOINT")

@@ -16,7 +16,7 @@ from tests.fake_openai import FakeOpenAI  # noqa: E402
 from tests.fakes import FakeConnector  # noqa: E402
 
 # Throwaway servers for the tests that use a real service (tests/servers/), and the fake Graph.
-pytest_plugins = ["tests.servers.postgres", "tests.graph_fixtures"]
+pytest_plugins = ["tests.servers.postgres", "tests.servers.azurite", "tests.graph_fixtures"]
 
 SAMPLE_DOCS = ROOT / "sample_docs"
 SHARED_EVAL = ROOT / "data" / "eval"

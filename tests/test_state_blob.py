@@ -5,7 +5,7 @@ SDK defects bot/blob_state.py works around, and a conversation carried between t
 from __future__ import annotations
 
 import uuid
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -25,13 +25,7 @@ from crag.eval.loopback import serve_on_loopback
 from service.runtime import BotRuntime
 from service.settings import BotSettings
 from tests.fakes import card_text
-from tests.servers.azurite import ACCOUNT, ACCOUNT_KEY, AzuriteBlob, running_azurite
-
-
-@pytest.fixture(scope="module")
-def azurite() -> Iterator[AzuriteBlob]:
-    with running_azurite() as server:
-        yield server
+from tests.servers.azurite import ACCOUNT, ACCOUNT_KEY, AzuriteBlob
 
 
 @pytest.fixture

@@ -27,6 +27,9 @@ from crag.config.tracing import TracingSettings
 from crag.core.access import ACCESS_FILE_NAME
 from crag.core.models import Thresholds
 
+# Azure's rule for Blob container names (3-63 characters, with the length checked apart).
+BLOB_CONTAINER_PATTERN = r"^[a-z0-9]+(-[a-z0-9]+)*$"
+
 # The project folder (a checkout, or the current folder when installed): see crag/config/paths.py.
 REPO_ROOT = PROJECT_ROOT
 
@@ -116,6 +119,13 @@ class CragSettings(EnvSettings):
     words_only_answers: bool = Field(default=False, alias="CRAG_WORDS_ONLY_ANSWERS")
     # Vectors shared by every local index, keyed by content hash ("" turns the shared cache off).
     vector_cache_dir: str = Field(default=str(REPO_ROOT / "data" / "vectors"), alias="CRAG_VECTOR_CACHE")
+    # A copy of that cache in this Azure Blob container (crag/retrieval/embed/blob_mirror.py): shards
+    # other machines wrote are pulled before a build reads the cache, new ones pushed. Empty: none.
+    # The storage account is AZURE_STORAGE_CONNECTION_STRING's (the bot's Blob state uses it too).
+    vector_cache_blob_container: str = Field(default="", alias="CRAG_VECTOR_CACHE_BLOB_CONTAINER")
+    azure_storage_connection_string: SecretStr = Field(
+        default=SecretStr(""), alias="AZURE_STORAGE_CONNECTION_STRING"
+    )
     # Japanese-English dictionary the local grader and composer translate question terms with
     # (`python -m crag.text.lexicon` makes it from JMdict; "" turns translation off).
     lexicon_path: str = Field(
@@ -254,6 +264,25 @@ class CragSettings(EnvSettings):
     def _web_provider_configured(self) -> CragSettings:
         if self.web_provider == "serpapi" and not self.serpapi.configured:
             raise ValueError("CRAG_WEB=serpapi needs SERPAPI_API_KEY")
+        return self
+
+    @model_validator(mode="after")
+    def _vector_cache_blob_configured(self) -> CragSettings:
+        container = self.vector_cache_blob_container
+        if not container:
+            return self
+        # Azure's rule for container names: a bad one would fail every upload instead.
+        if not (3 <= len(container) <= 63 and re.fullmatch(BLOB_CONTAINER_PATTERN, container)):
+            raise ValueError(
+                f"CRAG_VECTOR_CACHE_BLOB_CONTAINER={container!r} is not a Blob container name"
+                " (3-63 lowercase letters, digits and single hyphens inside)"
+            )
+        if not self.azure_storage_connection_string.get_secret_value():
+            raise ValueError("CRAG_VECTOR_CACHE_BLOB_CONTAINER needs AZURE_STORAGE_CONNECTION_STRING")
+        if not self.vector_cache_dir:
+            raise ValueError(
+                "CRAG_VECTOR_CACHE_BLOB_CONTAINER needs the local cache (CRAG_VECTOR_CACHE is empty)"
+            )
         return self
 
     @model_validator(mode="after")

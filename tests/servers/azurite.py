@@ -13,6 +13,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+import pytest
+
 from tests.servers.harness import free_port, unavailable
 
 BIN = Path(__file__).resolve().parent / "node_modules" / ".bin" / "azurite-blob"
@@ -100,3 +102,10 @@ def running_azurite() -> Iterator[AzuriteBlob]:
         yield server
     finally:
         server.stop()
+
+
+@pytest.fixture(scope="module")
+def azurite() -> Iterator[AzuriteBlob]:
+    """One Azurite for a test module (its tests make containers of their own)."""
+    with running_azurite() as server:
+        yield server

@@ -20,7 +20,7 @@ import numpy as np
 
 from crag.core.models import Chunk
 from crag.retrieval.embed import ArrayEmbedder
-from crag.retrieval.embed.store import SharedCache, read_vectors, text_key, write_vectors
+from crag.retrieval.embed.store import ShardMirror, SharedCache, read_vectors, text_key, write_vectors
 from crag.text.lang import text_language
 from crag.text.sentences import split_sentences
 
@@ -60,12 +60,13 @@ class IndexVectors:
         embedder: ArrayEmbedder,
         index_dir: Path | None,
         cache_dir: Path | None = None,
+        mirror: ShardMirror | None = None,
     ) -> None:
         self.embedder = embedder
         self.model = embedder.name
         self._chunks = list(chunks)
         self._index_dir = index_dir
-        self._cache = SharedCache(cache_dir, self.model) if cache_dir is not None else None
+        self._cache = SharedCache(cache_dir, self.model, mirror) if cache_dir is not None else None
         self._row_of: dict[str, int] = {c.id: i for i, c in enumerate(self._chunks)}
         self._sentences: list[list[str]] = []
         self._chunk_keys: list[str] = []

@@ -5,6 +5,8 @@ Two places hold them:
   sentences need, carried over when the index is rebuilt, so changing one file re-embeds only it;
 - a cache folder shared by every index (`CRAG_VECTOR_CACHE`, default `data/vectors/`): shards
   appended by any build, so fresh indexes over the same documents (tests, evaluations) embed nothing.
+  Optionally mirrored to a remote copy (`ShardMirror`: a Blob container, blob_mirror.py) that other
+  machines pull from, so a new replica or a redeploy embeds nothing either.
 Files are written to a temporary name and renamed: readers never see half a file.
 """
 
@@ -17,8 +19,9 @@ import os
 import re
 import time
 import uuid
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
+from typing import Protocol
 
 import numpy as np
 
@@ -56,15 +59,40 @@ def write_vectors(folder: Path, model: str, vectors: Mapping[str, np.ndarray], p
     os.replace(meta.with_name(meta.name + tag), meta)
 
 
+class ShardMirror(Protocol):
+    """A remote copy of a SharedCache's model folder (shards named as in the folder). Its methods
+    never raise: a remote that fails costs speed, not correctness."""
+
+    def pull(self, folder: Path) -> None:
+        """Write into the folder the remote's shards it has not seen yet (the first call per folder
+        and process; later calls return at once)."""
+
+    def push(self, folder: Path) -> None:
+        """Upload the folder's shards the remote does not have yet (vectors first, keys last)."""
+
+    def compacted(self, folder: Path, merged: str, shards: Sequence[str]) -> None:
+        """`merged` (a prefix) was written from `shards`, deleted since: it need not go up when they
+        all did."""
+
+
 class SharedCache:
     """Content-hash cache shared across index folders: one subfolder per model, one shard per write."""
 
-    def __init__(self, root: Path, model: str) -> None:
+    def __init__(self, root: Path, model: str, mirror: ShardMirror | None = None) -> None:
         self.folder = root / re.sub(r"[^A-Za-z0-9._-]+", "_", model)
         self.model = model
+        self.mirror = mirror
 
     def load(self, wanted: Iterable[str]) -> dict[str, np.ndarray]:
         wanted_set = set(wanted)
+        if self.mirror is not None and wanted_set:
+            self.mirror.pull(self.folder)  # once per process: the shards other machines wrote
+            self.mirror.push(self.folder)  # and, the first time, the ones written before the mirror
+            if len(self._shards()) > _MAX_SHARDS:
+                try:
+                    self._compact()
+                except OSError as exc:
+                    log.warning("vector cache %s not compacted (%s)", self.folder, exc.__class__.__name__)
         found: dict[str, np.ndarray] = {}
         for prefix in self._shards():
             if not wanted_set:
@@ -81,6 +109,8 @@ class SharedCache:
         try:
             prefix = f"{int(time.time() * 1000):013d}-{uuid.uuid4().hex[:8]}."
             write_vectors(self.folder, self.model, vectors, prefix)
+            if self.mirror is not None:
+                self.mirror.push(self.folder)
             if len(self._shards()) > _MAX_SHARDS:
                 self._compact()
         except OSError as exc:  # a read-only or full disk costs speed, not correctness
@@ -96,10 +126,13 @@ class SharedCache:
         merged: dict[str, np.ndarray] = {}
         for prefix in shards:
             merged.update({k: np.array(v) for k, v in _read_shard(self.folder, prefix, self.model).items()})
-        write_vectors(self.folder, self.model, merged, f"{int(time.time() * 1000):013d}-merged.")
+        merged_prefix = f"{int(time.time() * 1000):013d}-merged."
+        write_vectors(self.folder, self.model, merged, merged_prefix)
         for prefix in shards:
             for name in (KEYS_FILE, VECTORS_FILE):
                 (self.folder / f"{prefix}{name}").unlink(missing_ok=True)
+        if self.mirror is not None:
+            self.mirror.compacted(self.folder, merged_prefix, shards)
 
 
 def _read_shard(folder: Path, prefix: str, model: str) -> dict[str, np.ndarray]:

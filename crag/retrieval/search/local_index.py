@@ -23,6 +23,7 @@ from crag.core.access import Reader, may_read
 from crag.core.models import Chunk
 from crag.retrieval.embed import ArrayEmbedder
 from crag.retrieval.embed.index_vectors import IndexVectors
+from crag.retrieval.embed.store import ShardMirror
 from crag.text.tokenize import TermExtractor, term_extractor
 
 log = logging.getLogger(__name__)
@@ -74,11 +75,14 @@ class LocalIndex:
         self._masks: OrderedDict[tuple[Reader, bool], np.ndarray] = OrderedDict()
 
     # -- vectors (hybrid retrieval, semantic grading) --------------------------------------------
-    def attach_vectors(self, embedder: ArrayEmbedder, cache_dir: Path | None = None) -> IndexVectors:
+    def attach_vectors(
+        self, embedder: ArrayEmbedder, cache_dir: Path | None = None, mirror: ShardMirror | None = None
+    ) -> IndexVectors:
         """Give the index an embedder; `await index.vectors.build()` then computes what is missing
-        (the bot does it in the background; until it is done, search stays lexical)."""
+        (the bot does it in the background; until it is done, search stays lexical). The shared
+        cache (cache_dir) is mirrored to `mirror` when given (a Blob container)."""
         if self.vectors is None or self.vectors.model != embedder.name:
-            self.vectors = IndexVectors(self.chunks, embedder, self.dir, cache_dir)
+            self.vectors = IndexVectors(self.chunks, embedder, self.dir, cache_dir, mirror)
         return self.vectors
 
     @property
