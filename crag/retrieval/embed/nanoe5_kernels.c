@@ -38,6 +38,15 @@
 #define VT 4 /* tokens per tile */
 #define VNNI_TARGET "avx512f,avx512bw,avx512vl,avx512dq,avx512vnni"
 
+/* A block's 32 weights in order, as bytes less `zero` (0: the nibbles as stored; 8: signed, w - 8).
+ * The wheel's layout: byte j of qs holds weight j in its low nibble and weight j + 16 in its high. */
+static inline void block_weights(const block_q4_0 *blk, int8_t zero, int8_t *out) {
+    const __m128i low = _mm_set1_epi8(0x0F), z = _mm_set1_epi8(zero);
+    __m128i bytes = _mm_loadu_si128((const __m128i *)blk->qs);
+    _mm_storeu_si128((__m128i *)out, _mm_sub_epi8(_mm_and_si128(bytes, low), z));
+    _mm_storeu_si128((__m128i *)(out + 16), _mm_sub_epi8(_mm_and_si128(_mm_srli_epi16(bytes, 4), low), z));
+}
+
 /* Y[t0..t0+nt) x [oo..oo+VR), nt <= VT. wexp: VR rows of nin weight nibbles (0..15) as bytes; dwx:
  * per row and block pair, 16 floats (8 x the scale of block 2p, then 8 x that of block 2p+1). */
 __attribute__((target(VNNI_TARGET), always_inline)) static inline void
@@ -79,15 +88,11 @@ __attribute__((target(VNNI_TARGET), noinline)) static void
 vnni_rows(const block_q4_0 *W, const float *bias, const int8_t *aq, const float *ad, float *Y, int L,
           int oo, int nout, int nin, int8_t *wexp, float *dwx) {
     int nb = nin / QK, np = nb / 2;
-    const __m128i low = _mm_set1_epi8(0x0F);
     for (int r = 0; r < VR; r++) {
         const block_q4_0 *wr = W + (size_t)(oo + r) * nb;
         int8_t *we = wexp + (size_t)r * nin;
         for (int b = 0; b < nb; b++) {
-            /* the wheel's layout: byte j holds weight j (low nibble) and weight j + 16 (high) */
-            __m128i bytes = _mm_loadu_si128((const __m128i *)wr[b].qs);
-            _mm_storeu_si128((__m128i *)(we + b * QK), _mm_and_si128(bytes, low));
-            _mm_storeu_si128((__m128i *)(we + b * QK + 16), _mm_and_si128(_mm_srli_epi16(bytes, 4), low));
+            block_weights(&wr[b], 0, we + b * QK);
             float d = fp16_to_fp32(wr[b].d);
             float *dst = dwx + ((size_t)r * np + b / 2) * 16 + (b % 2) * 8;
             for (int k = 0; k < 8; k++) dst[k] = d;
@@ -200,12 +205,11 @@ amx_rows(const block_q4_0 *W, const float *bias, const int8_t *aq, const float *
     for (int o = 0; o < AO; o++) {
         const block_q4_0 *wr = W + (size_t)(oo + o) * nb;
         for (int b = 0; b < nb; b++) {
+            int8_t w[QK];
+            block_weights(&wr[b], 8, w);
+            /* weights 4k..4k+3 of output o go to row k of the block's tile, at column o */
             int8_t *dst = wv + (size_t)b * QK * AO + o * 4;
-            for (int j = 0; j < 16; j++) {
-                int lo = (wr[b].qs[j] & 0x0F) - 8, hi = (wr[b].qs[j] >> 4) - 8;
-                dst[(j / 4) * AO * 4 + j % 4] = (int8_t)lo;
-                dst[((j + 16) / 4) * AO * 4 + j % 4] = (int8_t)hi;
-            }
+            for (int k = 0; k < QK / 4; k++) memcpy(dst + k * AO * 4, w + 4 * k, 4);
             dwT[b * AO + o] = fp16_to_fp32(wr[b].d);
         }
     }

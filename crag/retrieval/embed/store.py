@@ -88,11 +88,10 @@ class SharedCache:
         if self.mirror is not None and wanted_set:
             self.mirror.pull(self.folder)  # once per process: the shards other machines wrote
             self.mirror.push(self.folder)  # and, the first time, the ones written before the mirror
-            if len(self._shards()) > _MAX_SHARDS:
-                try:
-                    self._compact()
-                except OSError as exc:
-                    log.warning("vector cache %s not compacted (%s)", self.folder, exc.__class__.__name__)
+            try:
+                self._compact_if_many()
+            except OSError as exc:
+                log.warning("vector cache %s not compacted (%s)", self.folder, exc.__class__.__name__)
         found: dict[str, np.ndarray] = {}
         for prefix in self._shards():
             if not wanted_set:
@@ -111,8 +110,7 @@ class SharedCache:
             write_vectors(self.folder, self.model, vectors, prefix)
             if self.mirror is not None:
                 self.mirror.push(self.folder)
-            if len(self._shards()) > _MAX_SHARDS:
-                self._compact()
+            self._compact_if_many()
         except OSError as exc:  # a read-only or full disk costs speed, not correctness
             log.warning("vector cache %s not written (%s)", self.folder, exc.__class__.__name__)
 
@@ -120,6 +118,10 @@ class SharedCache:
         if not self.folder.is_dir():
             return []
         return sorted(p.name[: -len(KEYS_FILE)] for p in self.folder.glob(f"*.{KEYS_FILE}"))
+
+    def _compact_if_many(self) -> None:
+        if len(self._shards()) > _MAX_SHARDS:
+            self._compact()
 
     def _compact(self) -> None:
         shards = self._shards()

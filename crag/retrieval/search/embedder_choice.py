@@ -52,7 +52,7 @@ def vector_cache_dir(settings: CragSettings) -> Path | None:
 def vector_cache_mirror(settings: CragSettings) -> ShardMirror | None:
     """The shared cache's copy in a Blob container (CRAG_VECTOR_CACHE_BLOB_CONTAINER), or None."""
     container = settings.vector_cache_blob_container
-    if not container or not settings.vector_cache_dir:
+    if not container:  # the settings refuse a container without a local cache (CRAG_VECTOR_CACHE)
         return None
     from crag.retrieval.embed.blob_mirror import blob_mirror
 
