@@ -132,6 +132,11 @@ class CragSettings(EnvSettings):
         default=str(REPO_ROOT / "data" / "lexicon" / "jmdict-ja-en.sqlite"), alias="CRAG_LEXICON"
     )
 
+    # Who grades the passages: "local" = the shipped relevance model (crag/stages/grade/reading.py),
+    # the feature grader where it cannot run; "llm" = the language model (local when none is set);
+    # "features" = the feature grader alone (as before the relevance model); "auto" = llm when a
+    # language model is configured, else local.
+    grader: Literal["auto", "local", "llm", "features"] = Field(default="auto", alias="CRAG_GRADER")
     grade_batch: bool = Field(default=False, alias="CRAG_GRADE_BATCH")
     grade_batch_size: int = Field(default=5, ge=1, le=20, alias="CRAG_GRADE_BATCH_SIZE")
     refine: bool = Field(default=True, alias="CRAG_REFINE")

@@ -73,6 +73,9 @@ class GradedChunk(BaseModel):
     kept: bool = False
     # A question of several parts: the relevance to each part, in order (score is the best of them).
     part_scores: tuple[float, ...] = ()
+    # How much the passage is about the question's topic, whether or not it answers it (a grader that
+    # tells the two apart sets it; 0.0 otherwise): on topic and answering nothing is "not stated".
+    topic: float = 0.0
 
 
 class WebResult(BaseModel):

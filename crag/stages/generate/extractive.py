@@ -145,6 +145,7 @@ class ExtractiveComposer:
         on_text: TextSink | None = None,
         *,
         latest: str | None = None,
+        lacking: bool = False,
     ) -> GeneratedAnswer:
         # Japanese drops the subject a document has already named; English sentences keep theirs
         # (a pronoun at least), so only Japanese passages are named by their source's title.
@@ -164,13 +165,14 @@ class ExtractiveComposer:
         asked = _kinds(question if latest is None else latest)
         kinds = frozenset(k.split(":")[0] for k in asked - {"number"})
         valued = "number" in asked or kinds <= {"phone", "email"}
-        lacking = (
+        kind_lacking = (
             len(parts) == 1
             and valued
             and bool(chunks)
             and kind_signal(kinds, [g.chunk.text for g in chunks]) < 0
         )
-        opening = absence(kinds, language) if lacking else ""
+        # The engine's word: on topic, and no passage answers (a reading grader's judgement).
+        opening = absence(kinds, language) if lacking or kind_lacking else ""
         # A question asking for several things gets each part's best sentences, within an equal
         # share of the budget: the best sentence for the whole question answers one part at most.
         share = (self._max_chars - (len(opening) + len(NEAREST[language]) if opening else 0)) // len(parts)

@@ -43,7 +43,12 @@ class LlmGenerator:
         on_text: TextSink | None = None,
         *,
         latest: str | None = None,
+        lacking: bool = False,
     ) -> GeneratedAnswer:
+        if lacking:
+            # "The documents don't state it", then the nearest passage or the web's: the composer
+            # words it the same whatever the model would say.
+            return await self._fallback.generate(question, language, chunks, web, on_text, latest=latest, lacking=True)
         sources = _sources(chunks, web)
         if not sources:
             return GeneratedAnswer(text=REFUSAL[language], refused=True)

