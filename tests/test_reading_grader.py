@@ -21,10 +21,11 @@ from crag.stages.grade.reading import MAX_WINDOWS, WINDOW_CHARS, Anchors, Readin
 from crag.stages.grade.relevance_model import SEPARATOR
 
 DOCS = {
-    "shokudo.md": "# 社員食堂の案内\n\n## 営業時間\n\n社員食堂は本社ビル3階にあり、平日の11時30分から14時まで営業しています。"
+    "shokudo.md": "# 社員食堂の案内\n\n## 営業時間\n\n"
+    "社員食堂は本社ビル3階にあり、平日の11時30分から14時まで営業しています。"
     "日替わり定食は450円で、社員証で支払えます。\n",
-    "parking.txt": "Bicycle parking\n\nBicycle parking is in the basement, level B1. Register your bicycle with"
-    " General Affairs to get a sticker.\n",
+    "parking.txt": "Bicycle parking\n\nBicycle parking is in the basement, level B1. "
+    "Register your bicycle with General Affairs to get a sticker.\n",
 }
 
 
@@ -53,7 +54,9 @@ def corpus(tmp_path_factory: pytest.TempPathFactory) -> CragSettings:
     (root / "docs").mkdir()
     for name, text in DOCS.items():
         (root / "docs" / name).write_text(text, "utf-8")
-    return CragSettings(CRAG_DOCS_DIR=str(root / "docs"), CRAG_INDEX_DIR=str(root / "index"), CRAG_EMBEDDINGS="off")
+    return CragSettings(
+        CRAG_DOCS_DIR=str(root / "docs"), CRAG_INDEX_DIR=str(root / "index"), CRAG_EMBEDDINGS="off"
+    )
 
 
 def _engine(settings: CragSettings, model: object | None) -> tuple[CragEngine, ReadingGrader]:

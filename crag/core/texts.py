@@ -59,7 +59,9 @@ ANY_FACT: dict[Lang, str] = {"ja": "件", "en": "point"}
 def absence(kinds: frozenset[str], language: Lang) -> str:
     """ABSENT for the asked kinds ("count:file" is a count), in a fixed order; ANY_FACT for none."""
     names = KIND_NAMES[language]
-    found = [names[k] for k in names if any(kind.split(":")[0] == k for kind in kinds)] or [ANY_FACT[language]]
+    found = [names[k] for k in names if any(kind.split(":")[0] == k for kind in kinds)] or [
+        ANY_FACT[language]
+    ]
     joiner = "・" if language == "ja" else " or "
     return ABSENT[language].format(what=joiner.join(found))
 

@@ -28,7 +28,6 @@ from pathlib import Path
 from crag.stages.grade.reading import passage_text, pieces
 
 
-
 @dataclass(frozen=True)
 class Group:
     question: str
@@ -44,10 +43,7 @@ def read_squad(path: Path) -> list[dict]:
 
 def jaquad_groups(articles: list[dict], seed: int) -> list[Group]:
     rng = random.Random(seed)
-    cut = [
-        [(pieces(p["context"]), p) for p in article["paragraphs"]]
-        for article in articles
-    ]
+    cut = [[(pieces(p["context"]), p) for p in article["paragraphs"]] for article in articles]
     groups: list[Group] = []
     for a, article in enumerate(articles):
         title = article["title"]
@@ -122,7 +118,9 @@ def business_groups(set_dir: Path, seed: int, negatives: int = 3) -> list[Group]
         gold = set(q.get("gold_files") or ([q["gold_file"]] if q.get("gold_file") else []))
         name = set_dir.name
         if q.get("in_corpus") and answers and gold:
-            holding = [t for f, t in chunks if Path(f).name in {Path(g).name for g in gold} and _holds(t, answers)]
+            holding = [
+                t for f, t in chunks if Path(f).name in {Path(g).name for g in gold} and _holds(t, answers)
+            ]
             if not holding:
                 continue
             rest = [t for f, t in chunks if not _holds(t, answers)]

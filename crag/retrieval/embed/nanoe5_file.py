@@ -144,7 +144,9 @@ class ModelFile:
             if old is None or old.count != tensor.count:
                 raise ValueError(f"tensor {name}: not in the model or not of its size")
             tensors[name] = tensor
-        tensors = {k: v for k, v in tensors.items() if not k.startswith("l") or int(k[1:].split(".")[0]) < keep}
+        tensors = {
+            k: v for k, v in tensors.items() if not k.startswith("l") or int(k[1:].split(".")[0]) < keep
+        }
         dims = Dims(**{**self.dims.__dict__, "layers": keep})
         return ModelFile(dims, self.tokenizer, tensors)
 

@@ -48,7 +48,9 @@ class LlmGenerator:
         if lacking:
             # "The documents don't state it", then the nearest passage or the web's: the composer
             # words it the same whatever the model would say.
-            return await self._fallback.generate(question, language, chunks, web, on_text, latest=latest, lacking=True)
+            return await self._fallback.generate(
+                question, language, chunks, web, on_text, latest=latest, lacking=True
+            )
         sources = _sources(chunks, web)
         if not sources:
             return GeneratedAnswer(text=REFUSAL[language], refused=True)

