@@ -330,7 +330,7 @@ class _RecordingGenerator:
         self.knowledge: list[GradedChunk] = []
         self.asked: tuple[str, str | None] = ("", None)
 
-    async def generate(self, question, language, chunks, web, on_text=None, *, latest=None):  # type: ignore[no-untyped-def]
+    async def generate(self, question, language, chunks, web, on_text=None, *, latest=None, lacking=False):  # type: ignore[no-untyped-def]
         self.knowledge = list(chunks)
         self.asked = (question, latest)
         return await self.inner.generate(question, language, chunks, web, on_text, latest=latest)  # type: ignore[attr-defined]

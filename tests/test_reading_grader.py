@@ -75,6 +75,12 @@ def test_a_long_passage_is_read_in_windows_under_its_headers() -> None:
     chunk = Chunk(id="c", file="f.md", title="規程", headers=["規程", "第1章"], text=text, url="")
     read = windows(chunk)
     assert len(read) == MAX_WINDOWS and all(w.startswith("規程 > 第1章\n") for w in read)
+    assert read[0].endswith(cut[0]) and read[1].endswith(cut[1])  # nothing shared: the first ones
+    # The windows sharing most of the question's words are read, in the passage's order.
+    tail = "駐輪場は地下1階にあり、利用には総務部への登録が必要です。"
+    chunk = chunk.model_copy(update={"text": text + tail})
+    asked = [w.split("\n", 1)[1] for w in windows(chunk, "駐輪場の登録ってどこでする？")]
+    assert len(asked) == MAX_WINDOWS and tail in asked[-1] and asked[0] == pieces(chunk.text)[0]
 
 
 async def test_the_grade_is_the_best_windows_and_keeps_the_rubric(corpus: CragSettings) -> None:

@@ -1,10 +1,12 @@
 """Training pairs for the relevance model: (question, passage, does the passage answer it).
 
 JaQuAD (data/train/jaquad/, Japanese Wikipedia): each paragraph is cut into passages of at most
-PIECE_CHARS characters at sentence ends (the size of a chunk's reading window at turn time). For each
-question, one group: the passage holding the answer, then passages that do not hold it — another
-passage of the same paragraph (on topic, next to the answer: the hardest case), one of another
-paragraph of the same article, and one of another article. A negative that contains the answer's
+300 characters at sentence ends (the size of a chunk's reading window at turn time). For each
+question, one group: the passage holding the answer, then passages that do not hold it — the same
+passage with the sentences holding the answer taken out (on topic, every other word shared, the fact
+absent: what an employee's question about a detail the documents never state meets), another
+passage of the same paragraph, one of another paragraph of the same article, and one of another
+article. A negative that contains the answer's
 text anywhere is skipped (it may well answer the question in other words).
 
 Our own fitting sets (data/eval/sample-docs and fit-hokuyo; never the evaluation sets) add the way
@@ -57,6 +59,9 @@ def jaquad_groups(articles: list[dict], seed: int) -> list[Group]:
                     continue
                 positive = paragraph_pieces[holding[0]]
                 negatives: list[str] = []
+                removed = without_answer(positive, [text])
+                if removed:
+                    negatives.append(removed)
                 same = [p for p in paragraph_pieces if p != positive and text not in p]
                 if same:
                     negatives.append(rng.choice(same))
@@ -79,6 +84,19 @@ def jaquad_groups(articles: list[dict], seed: int) -> list[Group]:
                 negatives = [n if "\n" in n else passage_text(title, n) for n in negatives]
                 groups.append(Group(qa["question"], (passage_text(title, positive), *negatives), "jaquad"))
     return groups
+
+
+def without_answer(passage: str, answers: list[str]) -> str:
+    """The passage without its sentences that hold an answer: on topic, the fact absent (the case
+    word overlap cannot tell from an answer). Empty when too little is left or the answer remains."""
+    sentences = [x for x in _SENTENCES.split(passage) if x]
+    kept = "".join(x for x in sentences if not _holds(x, answers)).strip()
+    if len(kept) < 40 or _holds(kept, answers):
+        return ""
+    return kept
+
+
+_SENTENCES = re.compile(r"(?<=[。！？!?])|(?<=\. )")
 
 
 def _piece_starts(context: str, ps: list[str]) -> list[int]:
@@ -125,7 +143,10 @@ def business_groups(set_dir: Path, seed: int, negatives: int = 3) -> list[Group]
                 continue
             rest = [t for f, t in chunks if not _holds(t, answers)]
             for positive in holding[:2]:
-                groups.append(Group(q["question"], (positive, *rng.sample(rest, negatives)), name))
+                header, _, body = positive.partition("\n")
+                removed = without_answer(body, answers) if body else ""
+                extra = (passage_text(header, removed),) if removed else ()
+                groups.append(Group(q["question"], (positive, *extra, *rng.sample(rest, negatives)), name))
         elif not q.get("in_corpus"):
             # The passages nearest in words are the hard negatives: rank by shared characters.
             near = sorted(chunks, key=lambda c: -_shared(q["question"], c[1]))[:8]

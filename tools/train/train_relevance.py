@@ -149,13 +149,13 @@ def export(model: Reader, base: ModelFile, layers: int, out: Path) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--steps", type=int, default=1400)
+    ap.add_argument("--steps", type=int, default=900)
     ap.add_argument("--groups-per-step", type=int, default=4)
     ap.add_argument("--lr", type=float, default=1e-4, help="the 4-bit matrices' learning rate")
     ap.add_argument("--rest-lr", type=float, default=3e-4, help="LayerNorms', biases' and positions'")
     ap.add_argument("--max-len", type=int, default=MAX_TOKENS)
     ap.add_argument("--layers", type=int, default=12)
-    ap.add_argument("--business-share", type=float, default=0.15)
+    ap.add_argument("--business-share", type=float, default=0.25)
     ap.add_argument("--dev-questions", type=int, default=400)
     ap.add_argument("--every", type=int, default=100, help="checkpoint every N steps")
     ap.add_argument("--seed", type=int, default=20261207)
@@ -181,7 +181,7 @@ def main(argv: list[str] | None = None) -> int:
         g for name in FITTING_SETS for g in data.business_groups(ROOT / "data" / "eval" / name, args.seed)
     ]
     dev_all = data.jaquad_groups(data.read_squad(JAQUAD / "dev.json.gz"), args.seed)
-    dev = random.Random(args.seed).sample([g for g in dev_all if len(g.passages) == 4], args.dev_questions)
+    dev = random.Random(args.seed).sample([g for g in dev_all if len(g.passages) == 5], args.dev_questions)
     log.info(
         "JaQuAD train groups %d, fitting-set groups %d, dev groups %d", len(train), len(business), len(dev)
     )
