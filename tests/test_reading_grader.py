@@ -5,7 +5,7 @@ documents don't state it" when passages are on topic and none answers (crag/engi
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -59,11 +59,13 @@ def corpus(tmp_path_factory: pytest.TempPathFactory) -> CragSettings:
     )
 
 
-def _engine(settings: CragSettings, model: object | None) -> tuple[CragEngine, ReadingGrader]:
+def _engine(
+    settings: CragSettings, model: object | None, load: Callable[[], object | None] | None = None
+) -> tuple[CragEngine, ReadingGrader]:
     index, _ = open_local_index(settings)
     engine = build_engine(settings, index)
     assert index is not None
-    grader = ReadingGrader(LocalGrader(index), lambda: model, Anchors(upper=2.0, lower=0.0))  # type: ignore[arg-type,return-value]
+    grader = ReadingGrader(LocalGrader(index), load or (lambda: model), Anchors(upper=2.0, lower=0.0))  # type: ignore[arg-type]
     engine.grader = grader
     return engine, grader
 
@@ -108,15 +110,20 @@ async def test_on_topic_and_unanswered_says_the_documents_do_not_state_it(corpus
 async def test_without_the_model_the_feature_grader_grades_and_the_log_says_so(
     corpus: CragSettings, caplog: pytest.LogCaptureFixture
 ) -> None:
-    engine, grader = _engine(corpus, None)
-    caplog.set_level(logging.INFO, logger="crag.stages.grade.reading")
+    from crag.stages.grade.relevance_model import RelevanceModel
+
+    missing = corpus.index_dir / "no.weights"
+    # As the factory wires it, with no weights file there.
+    engine, grader = _engine(corpus, None, lambda: RelevanceModel.load(missing))
+    caplog.set_level(logging.INFO)
     question = "社員食堂の日替わり定食はいくら？"
     first = await engine.run(question)
     second = await engine.run("Where is bicycle parking?")
     assert grader.name.startswith("local-") and grader.name != "local-reader"
     assert "450円" in first.answer and "B1" in second.answer
     said = [r for r in caplog.records if "relevance model" in r.getMessage()]
-    assert len(said) == 1 and said[0].levelno == logging.WARNING
+    assert len(said) == 1 and said[0].levelno == logging.WARNING, [r.getMessage() for r in said]
+    assert "feature grader" in said[0].getMessage() and "FileNotFoundError" in said[0].getMessage()
 
 
 def test_the_damaged_weights_file_means_no_model(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
@@ -126,3 +133,19 @@ def test_the_damaged_weights_file_means_no_model(tmp_path: Path, caplog: pytest.
     bad.write_bytes(b"not a weights file")
     assert RelevanceModel.load(bad) is None
     assert any("relevance model not loaded" in r.getMessage() for r in caplog.records)
+
+
+async def test_the_extract_is_the_windows_read_as_answering(corpus: CragSettings) -> None:
+    """With a language model, refinement costs no call of its own: the passage is cut down to the
+    windows the model read as answering (CRAG's knowledge refinement)."""
+    filler = "".join(f"第{i}条の規定はこのとおりとする。" for i in range(40))
+    fact = "駐輪場は地下1階にあり、利用には総務部への登録が必要です。"
+    long = Chunk(id="l", file="f.md", title="規程", text=filler + fact, url="")
+    short = Chunk(id="s", file="g.md", title="案内", text="駐輪場は地下1階です。", url="")
+    question = "駐輪場ってどこ？"
+    engine, grader = _engine(corpus, FakeModel({question: "駐輪場"}))
+    grades, extracts = await grader.grade_extracting(question, [long, short, long], [True, True, False])
+    assert grades[0] > 0.8 and grades[1] > 0.8
+    assert [await e for e in extracts] == [pieces(long.text)[-1], None, None]
+    _, none = await grader.grade_extracting("関係ない質問？", [long], [True])
+    assert [await e for e in none] == [""]

