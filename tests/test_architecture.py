@@ -40,7 +40,8 @@ CRAG: dict[str, set[str]] = {
         *("access", "infra", "text", "config", "core"),
     },
     "engine": {"infra", "text", "core"},
-    "stages": {"services", "infra", "text", "core"},
+    # The reading grader runs its model on the embedding engine (crag/retrieval/embed).
+    "stages": {"retrieval", "services", "infra", "text", "core"},
     "ingest": {"retrieval", "services", "access", "text", "config", "core"},
     "retrieval": {"services", "text", "config", "core"},
     "services": {"infra", "text", "config", "core"},

@@ -143,7 +143,7 @@ async def test_the_extract_is_the_windows_read_as_answering(corpus: CragSettings
     long = Chunk(id="l", file="f.md", title="規程", text=filler + fact, url="")
     short = Chunk(id="s", file="g.md", title="案内", text="駐輪場は地下1階です。", url="")
     question = "駐輪場ってどこ？"
-    engine, grader = _engine(corpus, FakeModel({question: "駐輪場"}))
+    _, grader = _engine(corpus, FakeModel({question: "駐輪場"}))
     grades, extracts = await grader.grade_extracting(question, [long, short, long], [True, True, False])
     assert grades[0] > 0.8 and grades[1] > 0.8
     assert [await e for e in extracts] == [pieces(long.text)[-1], None, None]

@@ -133,9 +133,11 @@ class CragSettings(EnvSettings):
     )
 
     # Who grades the passages: "local" = the shipped relevance model (crag/stages/grade/reading.py),
-    # the feature grader where it cannot run; "llm" = the language model (local when none is set);
-    # "features" = the feature grader alone (as before the relevance model); "auto" = llm when a
-    # language model is configured, else local.
+    # the feature grader where it cannot run, even beside a language model; "features" = the feature
+    # grader (crag/stages/grade/local.py); "llm" = the language model, the feature grader when none
+    # is configured or it fails; "auto" = llm when a language model is configured, else features.
+    # The relevance model is not the default yet: on the business evaluation sets it does not beat
+    # the feature grader (docs/relevance-model.md).
     grader: Literal["auto", "local", "llm", "features"] = Field(default="auto", alias="CRAG_GRADER")
     grade_batch: bool = Field(default=False, alias="CRAG_GRADE_BATCH")
     grade_batch_size: int = Field(default=5, ge=1, le=20, alias="CRAG_GRADE_BATCH_SIZE")

@@ -151,6 +151,7 @@ def _row(q: Question, result: CragResult, latency_ms: float, confidently_wrong: 
                 "headers": g.chunk.headers,
                 "retrieval": round(g.retrieval_score, 3),
                 "grade": g.score,
+                "topic": g.topic,  # the feature grader's, beside a reading grader (0.0 otherwise)
                 "kept": g.kept,
             }
             for g in _retrieved(result)

