@@ -27,6 +27,7 @@ import aiohttp
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "tools"))  # the `bench` package beside this
 
 from bench.bench_turns import FIXTURES, service_env, settings_for  # noqa: E402
 from bench.latency_fakes import FakeAzureSearch, SlowOpenAI, SlowSerpApi  # noqa: E402

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tools/: the `bench` package beside this
 
 from bench.latency_fakes import FakeAzureSearch, SlowOpenAI, SlowSerpApi
 
