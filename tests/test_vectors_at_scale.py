@@ -190,7 +190,21 @@ def test_the_ingest_command_interrupted_while_embedding_goes_on_from_there(tmp_p
         (docs / name).write_bytes((root / "sample_docs" / name).read_bytes())
     env = {**os.environ, "CRAG_INDEX_DIR": str(tmp_path / "index"), "CRAG_VECTOR_CACHE": ""}
     command = [sys.executable, "-m", "crag.cli.ingest", str(docs)]
-    first = subprocess.Popen(command, cwd=root, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+
+    def as_from_a_shell() -> None:
+        # Ctrl+C as a terminal delivers it. In the full suite the pytest process itself had SIGINT
+        # ignored by then (signal.getsignal: SIG_IGN; an earlier test leaves it so), a disposition a
+        # child inherits: it then ignored the SIGINT, finished and exited 0.
+        signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+    first = subprocess.Popen(
+        command,
+        cwd=root,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        preexec_fn=as_from_a_shell,
+    )
     seen: list[bytes] = []
 
     def read() -> None:
