@@ -27,7 +27,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from crag.stages.grade.reading import passage_text, pieces
+from crag.stages.grade.reading import passage_text, pieces, sentences
 
 
 @dataclass(frozen=True)
@@ -89,14 +89,10 @@ def jaquad_groups(articles: list[dict], seed: int) -> list[Group]:
 def without_answer(passage: str, answers: list[str]) -> str:
     """The passage without its sentences that hold an answer: on topic, the fact absent (the case
     word overlap cannot tell from an answer). Empty when too little is left or the answer remains."""
-    sentences = [x for x in _SENTENCES.split(passage) if x]
-    kept = "".join(x for x in sentences if not _holds(x, answers)).strip()
+    kept = "".join(x for x in sentences(passage) if not _holds(x, answers)).strip()
     if len(kept) < 40 or _holds(kept, answers):
         return ""
     return kept
-
-
-_SENTENCES = re.compile(r"(?<=[。！？!?])|(?<=\. )")
 
 
 def _piece_starts(context: str, ps: list[str]) -> list[int]:

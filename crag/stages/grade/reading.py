@@ -41,12 +41,17 @@ MAX_WINDOWS = 2
 _SENTENCE_END = re.compile(r"(?<=[。！？!?])|(?<=\. )")
 
 
+def sentences(text: str) -> list[str]:
+    """The text cut after each sentence end, nothing dropped."""
+    return [s for s in _SENTENCE_END.split(text) if s]
+
+
 def pieces(text: str, limit: int = WINDOW_CHARS) -> list[str]:
     """The text cut at sentence ends into pieces of at most `limit` characters; a
     longer sentence is cut where it reaches the limit."""
     out: list[str] = []
     current = ""
-    for sentence in (s for s in _SENTENCE_END.split(text) if s):
+    for sentence in sentences(text):
         while len(sentence) > limit:
             if current.strip():
                 out.append(current)
