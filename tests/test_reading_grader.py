@@ -17,7 +17,16 @@ from crag.core.texts import says_absent
 from crag.engine import CragEngine
 from crag.runtime.factory import build_engine, open_local_index
 from crag.stages.grade.local import LocalGrader
-from crag.stages.grade.reading import MAX_WINDOWS, WINDOW_CHARS, Anchors, ReadingGrader, pieces, windows
+from crag.stages.grade.reading import (
+    MAX_WINDOWS,
+    READ_AT_MOST,
+    UNREAD,
+    WINDOW_CHARS,
+    Anchors,
+    ReadingGrader,
+    pieces,
+    windows,
+)
 from crag.stages.grade.relevance_model import SEPARATOR
 
 DOCS = {
@@ -149,3 +158,35 @@ async def test_the_extract_is_the_windows_read_as_answering(corpus: CragSettings
     assert [await e for e in extracts] == [pieces(long.text)[-1], None, None]
     _, none = await grader.grade_extracting("関係ない質問？", [long], [True])
     assert [await e for e in none] == [""]
+
+
+class _Topic:
+    """A feature grader whose grades are given: the topic order the reader picks passages by."""
+
+    name = "local-features"
+
+    def __init__(self, grades: list[float]) -> None:
+        self.grades = grades
+
+    async def grade(self, question: str, chunks: Sequence[Chunk]) -> list[float]:
+        return self.grades[: len(chunks)]
+
+
+async def test_only_the_most_topical_passages_are_read_and_the_rest_stay_under_the_lower_bound() -> None:
+    chunks = [
+        Chunk(id=f"c{i}", file=f"f{i}.md", title=f"t{i}", text=f"passage {i} fact{i}", url="")
+        for i in range(10)
+    ]
+    # The answering passage is the 9th by the search's order but among the most topical.
+    topical = [0.9, 0.1, 0.8, 0.2, 0.7, 0.3, 0.65, 0.05, 0.6, 0.55]
+    model = FakeModel({"q": "fact8"})
+    grader = ReadingGrader(_Topic(topical), lambda: model, Anchors(upper=2.0, lower=0.0))  # type: ignore[arg-type,return-value]
+    grades = await grader.grade("q", chunks)
+    read = {text.split("passage ")[1].split(" ")[0] for text in model.read}
+    assert (
+        read
+        == {"0", "2", "4", "6", "8", "9"}
+        == {str(i) for i in sorted(range(10), key=lambda i: -topical[i])[:READ_AT_MOST]}
+    )
+    assert grades[8] > 0.8 and all(grades[i] < 0.4 for i in range(10) if i != 8)
+    assert all(grades[i] == min(topical[i], UNREAD) for i in (1, 3, 5, 7))

@@ -9,11 +9,13 @@ passage of the same paragraph, one of another paragraph of the same article, and
 article. A negative that contains the answer's
 text anywhere is skipped (it may well answer the question in other words).
 
-Our own fitting sets (data/eval/sample-docs and fit-hokuyo; never the evaluation sets) add the way
-employees ask, in Japanese and English: the set's corpus is chunked as the bot chunks it; a chunk of
-the gold file holding a gold answer is a positive, other chunks of the corpus are negatives, and for
-questions the corpus does not answer (off-topic, or on topic with the fact absent) every chunk is a
-negative.
+Business sets add the way employees ask, in Japanese and English: our own fitting sets
+(data/eval/sample-docs and fit-hokuyo; never the evaluation sets) and the training sets written for it
+(data/train/business/, one fictional company each). The set's corpus is chunked as the bot chunks it; a
+chunk of the gold file holding a gold answer is a positive; its negatives are the same chunk with the
+answering sentences taken out, chunks sharing the most words with the question that do not hold the
+answer (the hard case), and one at random. For questions the corpus does not answer (off-topic, or on
+topic with the fact absent) the chunks nearest in words are negatives.
 """
 
 from __future__ import annotations
@@ -28,6 +30,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from crag.stages.grade.reading import passage_text, pieces, sentences
+
+FITTING_SETS = ("sample-docs", "fit-hokuyo")  # our own fitting sets; never an evaluation set
 
 
 @dataclass(frozen=True)
@@ -118,6 +122,12 @@ def corpus_chunks(corpus: Path) -> list[tuple[str, str]]:
     return out
 
 
+def business_sets(root: Path) -> list[Path]:
+    """The business sets trained on: the fitting sets, then every training set."""
+    fitting = [root / "data" / "eval" / name for name in FITTING_SETS]
+    return fitting + sorted(p for p in (root / "data" / "train" / "business").glob("*") if p.is_dir())
+
+
 def business_groups(set_dir: Path, seed: int, negatives: int = 3) -> list[Group]:
     """Groups from a fitting set: answerable questions lead with a passage holding a gold answer;
     unanswerable ones have only negatives (an empty-positive group: passages[0] is "")."""
@@ -138,14 +148,17 @@ def business_groups(set_dir: Path, seed: int, negatives: int = 3) -> list[Group]
             if not holding:
                 continue
             rest = [t for f, t in chunks if not _holds(t, answers)]
+            near = sorted(rest, key=lambda t: -_shared(q["question"], t))[: 4 * negatives]
             for positive in holding[:2]:
                 header, _, body = positive.partition("\n")
                 removed = without_answer(body, answers) if body else ""
                 extra = (passage_text(header, removed),) if removed else ()
-                groups.append(Group(q["question"], (positive, *extra, *rng.sample(rest, negatives)), name))
+                hard = rng.sample(near, min(len(near), negatives - 1))
+                easy = rng.sample([t for t in rest if t not in hard], 1)
+                groups.append(Group(q["question"], (positive, *extra, *hard, *easy), name))
         elif not q.get("in_corpus"):
             # The passages nearest in words are the hard negatives: rank by shared characters.
-            near = sorted(chunks, key=lambda c: -_shared(q["question"], c[1]))[:8]
+            near = sorted(chunks, key=lambda c: -_shared(q["question"], c[1]))[: 3 * negatives]
             groups.append(Group(q["question"], ("", *(t for _, t in rng.sample(near, negatives))), name))
     return groups
 

@@ -32,7 +32,6 @@ from tools.train.e5_torch import Encoder, Tokenizer, load, tensor_names, wheel_m
 
 ROOT = Path(__file__).resolve().parents[2]
 JAQUAD = ROOT / "data" / "train" / "jaquad"
-FITTING_SETS = ("sample-docs", "fit-hokuyo")  # our own fitting sets; never an evaluation set
 log = logging.getLogger("train_relevance")
 
 
@@ -121,12 +120,10 @@ def figures(groups: list[data.Group], logits: np.ndarray) -> dict[str, float]:
     }
 
 
-def save_checkpoint(
-    path: Path, model: Reader, opt: torch.optim.Optimizer, step: int, rng_state: object
-) -> None:
+def save_checkpoint(path: Path, model: Reader, opt: torch.optim.Optimizer, step: int) -> None:
     state = {k: v for k, v in model.state_dict().items() if k != "encoder.word.weight"}
     tmp = path.with_suffix(".tmp")
-    torch.save({"model": state, "opt": opt.state_dict(), "step": step, "rng": rng_state}, tmp)
+    torch.save({"model": state, "opt": opt.state_dict(), "step": step}, tmp)
     tmp.replace(path)
 
 
@@ -155,7 +152,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--rest-lr", type=float, default=3e-4, help="LayerNorms', biases' and positions'")
     ap.add_argument("--max-len", type=int, default=MAX_TOKENS)
     ap.add_argument("--layers", type=int, default=12)
-    ap.add_argument("--business-share", type=float, default=0.25)
+    ap.add_argument("--business-share", type=float, default=0.4)
     ap.add_argument("--dev-questions", type=int, default=400)
     ap.add_argument("--every", type=int, default=100, help="checkpoint every N steps")
     ap.add_argument("--seed", type=int, default=20261207)
@@ -177,14 +174,10 @@ def main(argv: list[str] | None = None) -> int:
     model = Reader(encoder)
 
     train = data.jaquad_groups(data.read_squad(JAQUAD / "train.json.gz"), args.seed)
-    business = [
-        g for name in FITTING_SETS for g in data.business_groups(ROOT / "data" / "eval" / name, args.seed)
-    ]
+    business = [g for d in data.business_sets(ROOT) for g in data.business_groups(d, args.seed)]
     dev_all = data.jaquad_groups(data.read_squad(JAQUAD / "dev.json.gz"), args.seed)
     dev = random.Random(args.seed).sample([g for g in dev_all if len(g.passages) == 5], args.dev_questions)
-    log.info(
-        "JaQuAD train groups %d, fitting-set groups %d, dev groups %d", len(train), len(business), len(dev)
-    )
+    log.info("JaQuAD train groups %d, business groups %d, dev groups %d", len(train), len(business), len(dev))
 
     # The matrices are learnt through their 4-bit reading (e5_torch.fake_q4): a weight changes in the
     # engine only once its update crosses half a step, hence their own, higher rate. LayerNorms, biases
@@ -213,13 +206,11 @@ def main(argv: list[str] | None = None) -> int:
     )
     ckpt = args.work / "checkpoint.pt"
     step = 0
-    rng = random.Random(args.seed)
     if ckpt.exists():
         saved = torch.load(ckpt, weights_only=False)
         model.load_state_dict(saved["model"], strict=False)
         opt.load_state_dict(saved["opt"])
         step = saved["step"]
-        rng.setstate(saved["rng"])
         for _ in range(step):
             sched.step()
         log.info("resumed at step %d", step)
@@ -229,10 +220,11 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     jaquad_stream = data.iterate(train, args.seed)
     business_stream = data.iterate(business, args.seed + 1)
-    # The streams are replayed to the step reached, so a resumed run sees the groups a run without a
-    # stop would have seen.
+    # The draws are replayed to the step reached (each group's stream chosen again from the seed), so a
+    # resumed run sees the groups a run without a stop would have seen.
+    rng = random.Random(args.seed)
     for _ in range(step * args.groups_per_step):
-        next(jaquad_stream)
+        next(business_stream) if rng.random() < args.business_share else next(jaquad_stream)
     started, seen_loss = time.time(), []
     while step < args.steps:
         groups = [
@@ -261,7 +253,7 @@ def main(argv: list[str] | None = None) -> int:
                 rate * (args.steps - step) / 60,
             )
         if step % args.every == 0 or step == args.steps:
-            save_checkpoint(ckpt, model, opt, step, rng.getstate())
+            save_checkpoint(ckpt, model, opt, step)
         if step % 500 == 0:
             log.info(
                 "JaQuAD dev (as trained, %d questions): %s",

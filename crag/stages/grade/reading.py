@@ -38,6 +38,12 @@ WINDOW_CHARS = 300
 # question's words are read (in the order of the passage when none does, as across languages). Bounds
 # a turn's reading time: the model reads about 60 windows a second on 2 cores.
 MAX_WINDOWS = 2
+# Passages read at most per grading: the most on topic by the feature grader's grade (a few ms for all).
+# The rest are not read, so they are graded under RUBRIC.lower: neither an answer nor near one. Search
+# returns ten; reading six halves a turn's reading time, and an answering passage ranked below the
+# sixth by words and meaning in common is rare (eval: docs/relevance-model.md).
+READ_AT_MOST = 6
+UNREAD = round(RUBRIC.lower - 0.01, 2)
 _SENTENCE_END = re.compile(r"(?<=[。！？!?])|(?<=\. )")
 
 
@@ -158,13 +164,23 @@ class ReadingGrader:
         feature grader graded instead)."""
         if not chunks:
             return [], []
+        topical = await self._features.grade(question, chunks)
         if not self._unavailable:
-            per_chunk = [windows(c, question) for c in chunks]
+            order = sorted(range(len(chunks)), key=lambda i: -topical[i])
+            chosen = sorted(order[:READ_AT_MOST])
+            per_chunk = [windows(chunks[i], question) for i in chosen]
             texts = [f"{question}{SEPARATOR}{w}" for ws in per_chunk for w in ws]
             logits = await asyncio.get_running_loop().run_in_executor(self._pool, self._read, texts)
             if logits is not None:
-                return self._grades(question, chunks, per_chunk, logits)
-        return await self._features.grade(question, chunks), [None] * len(chunks)
+                read_grades, read_windows = self._grades(
+                    question, [chunks[i] for i in chosen], per_chunk, logits
+                )
+                grades = [min(t, UNREAD) for t in topical]
+                windows_read: list[list[tuple[str, float]] | None] = [[] for _ in chunks]
+                for i, grade, ws in zip(chosen, read_grades, read_windows, strict=True):
+                    grades[i], windows_read[i] = grade, ws
+                return grades, windows_read
+        return topical, [None] * len(chunks)
 
     def _grades(
         self, question: str, chunks: Sequence[Chunk], per_chunk: list[list[str]], logits: np.ndarray
