@@ -133,7 +133,7 @@ async def answer(context: TurnContext, deps: TurnDeps, history: StatePropertyAcc
     result = deps.links.sign_result(result, asker.link_user)
     reply = answer_reply(result, activity.channel_id or "", show_scores=settings.card_scores)
     # Recorded before it is sent: a rating can come as soon as the card shows. When the database
-    # fails, the answer still goes out; only ratings of it will be refused as unknown.
+    # fails, the answer still goes out; ratings of it will be kept unattributed.
     who = _who(activity)
     await _record(deps.feedback.record_answer(result, *who, reply.card), result.id)
     # A streamed answer's final message takes the stream's place in the chat: Teams' feedback on it
@@ -149,7 +149,7 @@ async def answer(context: TurnContext, deps: TurnDeps, history: StatePropertyAcc
     except TurnStopped:
         await _record(deps.feedback.record_answer(result, *who, reply.card, stopped=True), result.id)
         return
-    if sent is not None and sent.id:  # Teams returns the stream id again: that row is kept as it is
+    if sent is not None and sent.id:  # the stream id again (if so): its row is kept as it is
         await _record_message_id(deps.feedback, result.id, sent.id, "sent")
     turns = settings.history_turns
     remembered = (
