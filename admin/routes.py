@@ -155,6 +155,7 @@ class AdminRoutes:
         try:
             answers = await self.feedback.answers_since(win.start, ANSWER_LIMIT)
             ratings = await self.feedback.ratings_since(win.start)
+            unattributed = await self.feedback.unattributed_since(win.start)
         except Exception as exc:  # the database down or refusing: said on the page, the details logged
             log.warning(
                 "admin dashboard: could not read the feedback store (%s: %s)", type(exc).__name__, exc
@@ -164,7 +165,9 @@ class AdminRoutes:
         cache = self.handle.cache_status()
         skipped = list(self.handle.index.skipped)
         # Keyword extraction (Sudachi) and the arithmetic run off the event loop.
-        return await asyncio.to_thread(summarize, win, answers, ratings, _analyze, health, cache, skipped)
+        return await asyncio.to_thread(
+            summarize, win, answers, ratings, _analyze, health, cache, skipped, unattributed
+        )
 
     def _denied_page(
         self,

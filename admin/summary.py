@@ -17,7 +17,7 @@ from zoneinfo import ZoneInfo
 from pydantic import BaseModel
 
 from admin.gaps import Analyze, Asked, group_by_keywords
-from service.feedback.records import AnswerRecord, RatingRecord
+from service.feedback.records import AnswerRecord, RatingRecord, UnattributedRecord
 
 BRANCHES = ("correct", "ambiguous", "incorrect")
 # The engine's stages in the order a turn runs them (crag/engine.py), then the whole turn.
@@ -60,10 +60,14 @@ class BranchRatings(BaseModel):
 
 
 class RatingFigures(BaseModel):
-    total: int
+    total: int  # ratings of an answer: what the shares, days and branches count
     up: int
     down: int
     share_up: float | None
+    # Ratings that named no answer the store knows (a client that sends no message id): counted
+    # apart, in none of the figures above, since they cannot be said to be of any answer.
+    unattributed: int
+    unattributed_up: int
     by_day: list[DayRatings]
     by_branch: list[BranchRatings]
 
@@ -187,19 +191,22 @@ def summarize(
     health: dict[str, Any],
     cache: dict[str, Any],
     skipped: Sequence[str],
+    unattributed: Sequence[UnattributedRecord] = (),
 ) -> AdminSummary:
-    """`answers` and `ratings` are those of the window; `health` is the engine handle's status payload,
-    `cache` its cache status, `skipped` its skipped documents with their reasons."""
+    """`answers`, `ratings` and `unattributed` (ratings that named no known answer) are those of the
+    window; `health` is the engine handle's status payload, `cache` its cache status, `skipped` its
+    skipped documents with their reasons."""
     zone = ZoneInfo(win.timezone)
     in_window = [a for a in answers if a.created_at >= win.start]
     # A stopped turn gave the user nothing to rate, to wait for or to miss: it is counted, no more.
     answers = [a for a in in_window if not a.stopped]
     ratings = [r for r in ratings if r.updated_at >= win.start]
+    apart = [u for u in unattributed if u.created_at >= win.start]
     down_rated = _down_rated(ratings)
     return AdminSummary(
         window=win,
         answers=_answer_figures(answers, stopped=len(in_window) - len(answers)),
-        ratings=_rating_figures(win, zone, answers, ratings),
+        ratings=_rating_figures(win, zone, answers, ratings, apart),
         down_rated=down_rated[:MAX_DOWN_RATED],
         more_down_rated=max(0, len(down_rated) - MAX_DOWN_RATED),
         gaps=_gaps(answers, analyze),
@@ -223,7 +230,11 @@ def _answer_figures(answers: Sequence[AnswerRecord], stopped: int) -> AnswerFigu
 
 
 def _rating_figures(
-    win: Window, zone: ZoneInfo, answers: Sequence[AnswerRecord], ratings: Sequence[RatingRecord]
+    win: Window,
+    zone: ZoneInfo,
+    answers: Sequence[AnswerRecord],
+    ratings: Sequence[RatingRecord],
+    unattributed: Sequence[UnattributedRecord],
 ) -> RatingFigures:
     first = win.start.date()
     days = [first + timedelta(days=i) for i in range(win.days)]
@@ -249,6 +260,8 @@ def _rating_figures(
         up=up,
         down=len(ratings) - up,
         share_up=_share(up, len(ratings)),
+        unattributed=len(unattributed),
+        unattributed_up=sum(u.reaction == "up" for u in unattributed),
         by_day=by_day,
         by_branch=by_branch,
     )

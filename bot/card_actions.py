@@ -11,7 +11,7 @@ from botbuilder.core import MessageFactory, TurnContext
 from pydantic import BaseModel, ValidationError, field_validator
 
 from cards.answer_card import ASK_ACTION, FEEDBACK_ACTION
-from service.feedback.protocol import FeedbackOutcome
+from service.feedback.protocol import FeedbackOutcome, Reaction
 from service.logsafe import esc
 from service.runtime import BotRuntime
 from service.texts import Lang, t
@@ -103,14 +103,44 @@ async def rate(context: TurnContext, runtime: BotRuntime, value: Any, lang: Lang
         log.exception("could not store feedback for %s", data.result_id)
         return Rating(False, t("feedback.failed", lang), lang)
     if receipt.outcome is FeedbackOutcome.UNKNOWN_ANSWER:
-        log.warning("feedback for unknown answer %s in %s", data.result_id, esc(conversation))
-        return Rating(False, t("feedback.invalid", lang), lang)
+        return await _unattributed(
+            runtime, data, conversation, user_id, activity.channel_id or "", lang, source
+        )
     log.info("feedback %s %s for %s", receipt.outcome.value, data.reaction, data.result_id)
     lang = "ja" if receipt.language == "ja" else lang  # thank in the language of the rated answer
     message = t("feedback.thanks_up" if data.reaction == "up" else "feedback.thanks_down", lang)
     if receipt.outcome is FeedbackOutcome.UPDATED:
         message = f"{message} {t('feedback.updated', lang)}"
     return Rating(True, message, lang, data.reaction, data.result_id)
+
+
+async def _unattributed(
+    runtime: BotRuntime,
+    data: FeedbackSubmit,
+    conversation: str,
+    user_id: str,
+    channel_id: str,
+    lang: Lang,
+    source: str,
+) -> Rating:
+    """A well-formed rating of an answer this conversation never got (not recorded, or the id was
+    edited): kept apart with the id it named, never on another answer, and the user told so."""
+    reaction: Reaction = "up" if data.reaction == "up" else "down"
+    try:
+        receipt = await runtime.feedback.record_unattributed(
+            reaction, conversation, user_id, channel_id, source, named_id=data.result_id
+        )
+    except Exception:
+        log.exception("could not store the unattributed feedback naming %s", data.result_id)
+        return Rating(False, t("feedback.failed", lang), lang)
+    log.warning(
+        "card feedback %s %s unattributed in %s: names unknown answer %s",
+        receipt.outcome.value,
+        data.reaction,
+        esc(conversation),
+        data.result_id,
+    )
+    return Rating(False, t("feedback.unattributed", lang), lang, data.reaction)
 
 
 async def handle_submit(context: TurnContext, runtime: BotRuntime, lang: Lang) -> None:

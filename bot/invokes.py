@@ -21,6 +21,7 @@ from msrest.serialization import Model
 
 from bot.card_actions import rate
 from cards.answer_card import FEEDBACK_ACTION, error_card, thanks_card
+from service.feedback.protocol import FeedbackOutcome, Reaction
 from service.logsafe import esc
 from service.runtime import BotRuntime
 from service.texts import Lang, language_of, t
@@ -59,7 +60,11 @@ async def on_invoke(context: TurnContext, runtime: BotRuntime) -> InvokeResponse
 
 async def native_feedback(context: TurnContext, runtime: BotRuntime) -> InvokeResponse:
     """Teams' thumbs under an AI message: {"actionName": "feedback", "actionValue": {"reaction":
-    "like"|"dislike", "feedback": "{\\"feedbackText\\": ...}"}}, replyToId = the rated message."""
+    "like"|"dislike", "feedback": "{\\"feedbackText\\": ...}"}}, replyToId = the rated message.
+
+    The rating goes on the answer whose message (or stream) id replyToId names, and on no other: an
+    invoke naming no known message (the Agents Playground sends none) is kept as an unattributed
+    rating, acknowledged the same way."""
     activity = context.activity
     value = activity.value if isinstance(activity.value, dict) else {}
     action = value.get("actionValue") if value.get("actionName") == "feedback" else None
@@ -69,25 +74,45 @@ async def native_feedback(context: TurnContext, runtime: BotRuntime) -> InvokeRe
         return InvokeResponse(status=400, body=EmptyInvokeBody())
     comment = _feedback_text(action.get("feedback"))
     conversation = activity.conversation.id if activity.conversation else ""
+    named = activity.reply_to_id or ""
+    who = (
+        conversation,
+        activity.from_property.id if activity.from_property else "",
+        activity.channel_id or "",
+    )
+    up_down: Reaction = "up" if reaction == "up" else "down"
     feedback = runtime.feedback
     try:
-        result_id = await feedback.answer_for_message(conversation, activity.reply_to_id)
+        result_id = await feedback.answer_for_message(conversation, named)
+        if result_id is not None:
+            receipt = await feedback.record_feedback(
+                result_id, up_down, *who, source="teams", comment=comment
+            )
+            if receipt.outcome is FeedbackOutcome.UNKNOWN_ANSWER:
+                result_id = None
         if result_id is None:
-            log.warning("native feedback for an unknown message in %s", esc(conversation))
-            return InvokeResponse(status=400, body=EmptyInvokeBody())
-        receipt = await feedback.record_feedback(
-            result_id,
-            "up" if reaction == "up" else "down",
-            conversation,
-            activity.from_property.id if activity.from_property else "",
-            activity.channel_id or "",
-            source="teams",
-            comment=comment,
-        )
+            receipt = await feedback.record_unattributed(
+                up_down, *who, source="teams", comment=comment, named_id=named[:200]
+            )
     except Exception:
         log.exception("could not store native feedback")
         return InvokeResponse(status=503, body=EmptyInvokeBody())
-    log.info("native feedback %s %s for %s", receipt.outcome.value, reaction, result_id)
+    if result_id is None:
+        log.warning(
+            "native feedback %s %s unattributed in %s: %s",
+            receipt.outcome.value,
+            reaction,
+            esc(conversation),
+            f"names unknown message {esc(named, 100)}" if named else "names no message (no replyToId)",
+        )
+    else:
+        log.info(
+            "native feedback %s %s for %s (message %s)",
+            receipt.outcome.value,
+            reaction,
+            result_id,
+            esc(named, 100),
+        )
     # Teams wants exactly {} back; anything else shows the user an error.
     return InvokeResponse(status=200, body=EmptyInvokeBody())
 

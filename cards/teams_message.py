@@ -14,6 +14,7 @@ from botbuilder.core import CardFactory
 from botbuilder.schema import Activity, ActivityTypes, Entity
 
 from cards.answer_card import answer_card
+from crag.core.excerpt import excerpt
 from crag.core.models import CITATION_MARKER, CragResult
 from crag.core.safe_links import link_text, safe_markdown, safe_url
 from service.texts import Lang
@@ -50,7 +51,8 @@ def citations_entity(result: CragResult, text: str | None = None) -> AIMessageEn
         appearance: dict[str, Any] = {
             "@type": "DigitalDocument",
             "name": _clip(c.title or c.file or c.url, 80),
-            "abstract": _clip(c.excerpt or c.title, 160),
+            # Cut where a reader can stop (a cached answer of an earlier release may hold a longer one).
+            "abstract": excerpt(c.excerpt or c.title, 160),
         }
         url = safe_url(c.url)  # never a javascript: or data: link behind a citation
         if url:

@@ -376,7 +376,10 @@ class _Turn:
         if better and max(await self.scores(s.question, read.kept)) >= OWN_EVIDENCE:
             self.turn.notice(Notice.READ_WITH_PREVIOUS)
             return read
-        return replace(s, queries=read.queries, rounds=read.rounds, tried_previous=True)
+        # Not used: its search (the previous question's words mixed in) is not one made for this
+        # answer, and the card's "Searched for" must not show it ("capital Australia / monthly
+        # remote work allowance capital Australia").
+        return replace(s, rounds=read.rounds, tried_previous=True)
 
     async def read_with_previous(self, s: TurnState) -> TurnState:
         standalone = self.e.rewriter.with_previous(s.question, s.history)

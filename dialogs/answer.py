@@ -24,7 +24,7 @@ from crag.text.lang import detect_language
 from dialogs.commands import Command, classify, command_text
 from dialogs.streaming import TeamsStreamer, can_stream
 from service.asker import Asker
-from service.feedback.protocol import Feedback
+from service.feedback.protocol import Feedback, MessageIdKind
 from service.logsafe import esc
 from service.settings import BotSettings
 from service.texts import Lang, language_of, t
@@ -133,9 +133,14 @@ async def answer(context: TurnContext, deps: TurnDeps, history: StatePropertyAcc
     result = deps.links.sign_result(result, asker.link_user)
     reply = answer_reply(result, activity.channel_id or "", show_scores=settings.card_scores)
     # Recorded before it is sent: a rating can come as soon as the card shows. When the database
-    # fails, the answer still goes out; only ratings of it will be refused as unknown.
+    # fails, the answer still goes out; ratings of it will be kept unattributed.
     who = _who(activity)
     await _record(deps.feedback.record_answer(result, *who, reply.card), result.id)
+    # A streamed answer's final message takes the stream's place in the chat: Teams' feedback on it
+    # may name the stream id. Recorded before the final goes out, so that even a click that comes
+    # before the sent id is recorded names a known answer.
+    if streamer is not None and streamer.open and streamer.stream_id:
+        await _record_message_id(deps.feedback, result.id, streamer.stream_id, "stream")
     try:
         if streamer:
             sent = await streamer.send_final(reply.activity)
@@ -144,11 +149,8 @@ async def answer(context: TurnContext, deps: TurnDeps, history: StatePropertyAcc
     except TurnStopped:
         await _record(deps.feedback.record_answer(result, *who, reply.card, stopped=True), result.id)
         return
-    if sent is not None and sent.id:
-        try:
-            await deps.feedback.set_message_id(result.id, sent.id)
-        except Exception:
-            log.exception("could not record the message id of answer %s", result.id)
+    if sent is not None and sent.id:  # the stream id again (if so): its row is kept as it is
+        await _record_message_id(deps.feedback, result.id, sent.id, "sent")
     turns = settings.history_turns
     remembered = (
         [*stored, Turn(question=question, answer=result.answer).model_dump()][-turns:] if turns else []
@@ -160,6 +162,15 @@ def _who(activity: Activity) -> tuple[str, str, str]:
     """The conversation, the user and the channel an answer is stored under."""
     user = activity.from_property.id if activity.from_property else ""
     return activity.conversation.id, user, activity.channel_id or ""
+
+
+async def _record_message_id(
+    feedback: Feedback, result_id: str, message_id: str, kind: MessageIdKind
+) -> None:
+    try:
+        await feedback.set_message_id(result_id, message_id, kind)
+    except Exception:  # the answer still counts; a rating naming this id will be kept unattributed
+        log.exception("could not record the %s id of answer %s", kind, result_id)
 
 
 async def _record(write: Awaitable[None], result_id: str = "") -> None:

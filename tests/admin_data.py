@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import UTC, datetime, time, timedelta
+from typing import Literal
 
 from crag.core.models import Branch, Citation, CragResult, WebOutcome, WebStatus
 from service.feedback.protocol import Feedback
@@ -118,6 +119,7 @@ PLANNED = [
 ]
 
 # (answer, user, reaction, comment, days ago): the rating's time after `backdate`.
+UNATTRIBUTED: list[Literal["up", "down"]] = ["up", "down"]
 RATINGS = [
     ("leave", "u1", "up", "", 0),
     ("leave", "u2", "down", "", 0),
@@ -171,6 +173,9 @@ async def fill(store: Feedback, now: datetime | None = None) -> datetime:
             comment=comment,  # type: ignore[arg-type]
         )
         assert receipt.outcome.value == "stored"
+    # Two ratings that named no known answer (a client that sends no message id): counted apart.
+    for reaction in UNATTRIBUTED:
+        await store.record_unattributed(reaction, "conv-x", "rater", "msteams", "teams")
     return now
 
 

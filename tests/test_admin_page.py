@@ -63,6 +63,7 @@ async def test_the_page_shows_the_known_figures(keyed: Client) -> None:
     kpi = re.search(r'id="kpi-answers">.*?class="value">([^<]+)<', html, re.S)
     assert kpi and kpi.group(1) == "7"
     assert re.search(r'id="kpi-share-up">.*?class="value">40%<', html, re.S)
+    assert '<span id="unattributed">2 ratings naming no known answer (👍 1 · 👎 1), not counted above' in html
     assert re.search(r'id="kpi-gaps">.*?class="value">4<', html, re.S)
     assert re.search(r'id="kpi-latency">.*?class="value">50 ms<', html, re.S)  # p50 of the whole turn
     docs = keyed.app[app_module.RUNTIME].index.documents

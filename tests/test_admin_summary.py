@@ -17,6 +17,7 @@ from admin.summary import AdminSummary, percentile, summarize, window
 from crag.text.tokenize import term_extractor
 from service.feedback.postgres_store import PostgresFeedbackStore
 from service.feedback.protocol import Feedback, checked_answer_row
+from service.feedback.records import UnattributedRecord
 from service.feedback.store import FeedbackStore
 from tests.admin_data import (
     PLANNED,
@@ -77,7 +78,8 @@ async def summary_of(store: Feedback, days: int = 7, timezone: str = "UTC") -> A
     win = window(datetime.now(UTC), days, timezone)
     answers = await store.answers_since(win.start, 1000)
     ratings = await store.ratings_since(win.start)
-    return summarize(win, answers, ratings, analyze, HEALTH, CACHE, SKIPPED)
+    unattributed = await store.unattributed_since(win.start)
+    return summarize(win, answers, ratings, analyze, HEALTH, CACHE, SKIPPED, unattributed)
 
 
 async def test_the_figures_of_a_known_week(filled: tuple[Feedback, datetime]) -> None:
@@ -93,6 +95,8 @@ async def test_the_figures_of_a_known_week(filled: tuple[Feedback, datetime]) ->
 
     # Ratings: by the day each was last set, and by the rated answer's branch.
     assert (s.ratings.total, s.ratings.up, s.ratings.down, s.ratings.share_up) == (5, 2, 3, 0.4)
+    # The two ratings that named no known answer: their own count, in none of the figures above.
+    assert (s.ratings.unattributed, s.ratings.unattributed_up) == (2, 1)
     days = {d.day: (d.up, d.down, d.answers) for d in s.ratings.by_day}
     assert len(days) == 7
     today = now.date()
@@ -167,6 +171,19 @@ async def test_a_wider_window_takes_the_older_answer_and_rating_in(filled: tuple
     assert s.answers.total == 8 and s.ratings.total == 6 and s.ratings.down == 4
     assert next(x for x in s.latency.stages if x.stage == "total").p95_ms == 5000.0
     assert len(s.ratings.by_day) == 30
+
+
+def test_unattributed_ratings_before_the_window_are_not_counted() -> None:
+    now = datetime.now(UTC)
+    win = window(now, 7, "UTC")
+    kept = [
+        UnattributedRecord(
+            created_at=when, reaction="down", comment="", source="teams", channel_id="msteams", named_id=""
+        )
+        for when in (now, win.start - timedelta(seconds=1))
+    ]
+    s = summarize(win, [], [], analyze, HEALTH, CACHE, SKIPPED, kept)
+    assert (s.ratings.unattributed, s.ratings.unattributed_up, s.ratings.total) == (1, 0, 0)
 
 
 async def test_days_begin_at_midnight_of_the_configured_time_zone(filled: tuple[Feedback, datetime]) -> None:

@@ -129,7 +129,8 @@ async def test_bad_input_gets_polite_replies(app: AppProcess, connector: FakeCon
                 value={"action": "crag.feedback", "result_id": "0" * 32, "reaction": "up"},
                 conversation_id=conv,
             ),
-            "couldn't record",
+            # Well formed, but of no answer given here: kept apart, and the user told so.
+            "kept apart from the answers' ratings",
         ),
         (
             make_activity(

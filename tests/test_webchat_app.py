@@ -108,3 +108,48 @@ async def test_answer_card_and_thumbs_up_through_local_directline(app: AppProces
             (user.user_id,),
         ).fetchall()
     assert rows == [("up", "webchat", user.user_id, QUESTION)]
+
+
+async def test_a_rating_of_an_older_answer_lands_on_it_and_a_foreign_one_is_kept_apart(
+    app: AppProcess,
+) -> None:
+    """Two answers, the older one rated: its card's result id names it (a fallback to the latest
+    answer would show). A card copied from another Web Chat conversation names an answer not given
+    here: kept as an unattributed rating, the user told so, no answer of this conversation rated."""
+    questions = ("リモートワーク手当は月額いくらですか？", "来客用のWi-Fiコードはどうやって取得しますか？")
+    async with aiohttp.ClientSession() as http:
+        other = DirectLineUser(http, app)
+        await other.start()
+        await other.send(text=questions[0])
+        foreign = _thumb(card_of(await other.wait_for(lambda a: bool(_thumb(card_of(a))))), "down")
+        user = DirectLineUser(http, app)
+        await user.start()
+        ups: list[dict[str, str]] = []
+        for question in questions:
+            await user.send(text=question)
+            reply = await user.wait_for(lambda a: _thumb(card_of(a)) not in (None, *ups))
+            ups.append(_thumb(card_of(reply)))
+        await user.send(value=ups[0])
+        await user.wait_for(lambda a: "👍" in (a.get("text") or ""))
+        await user.send(value=foreign)
+        await user.wait_for(lambda a: "評価は記録しましたが" in (a.get("text") or ""))
+
+    with sqlite3.connect(app.feedback_db) as conn:
+        answers = dict(
+            conn.execute("SELECT question, result_id FROM answers WHERE user_id = ?", (user.user_id,))
+        )
+        rated = conn.execute(
+            "SELECT result_id, reaction FROM answer_feedback WHERE user_id = ?", (user.user_id,)
+        ).fetchall()
+        apart = conn.execute(
+            "SELECT named_id, reaction, source, channel_id FROM unattributed_feedback WHERE user_id = ?",
+            (user.user_id,),
+        ).fetchall()
+    assert len(answers) == 2 and rated == [(answers[questions[0]], "up")]
+    assert apart == [(foreign["result_id"], "down", "card", "webchat")]
+
+
+def _thumb(card: dict[str, Any] | None, reaction: str = "up") -> Any:
+    """The data of a card's 👍 (or 👎) button; None for a card without them."""
+    actions = (card or {}).get("actions") or []
+    return next((a["data"] for a in actions if a.get("data", {}).get("reaction") == reaction), None)

@@ -5,6 +5,8 @@ PostgreSQL down or refusing connections), the store appends the item to `<name>.
 fsyncs it before it answers the caller; the file is replayed (answers first, then message ids, then
 ratings, each kind oldest first) before the next write and at start. Every write the stores make is
 an upsert, so an item written twice (a crash between a replay and the file's removal) is still one row.
+A kept rating whose answer the database never got becomes an unattributed rating (the result id it
+named kept): it was acknowledged, so it is not dropped.
 
 Several processes may share the file (instances of the bot on one host): appends and the hand-over
 to `.replaying` happen under an exclusive lock on `<name>.lock`, and one process at a time replays
@@ -23,13 +25,13 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from service.feedback.protocol import FeedbackOutcome, FeedbackReceipt
+from service.feedback.protocol import FeedbackOutcome, FeedbackReceipt, unattributed_from_feedback
 from service.sqlite_file import quarantine_name
 
 log = logging.getLogger(__name__)
 
 # Order of replay: answers before what refers to them.
-KIND_ORDER = {"answer": 0, "message_id": 1, "feedback": 2}
+KIND_ORDER = {"answer": 0, "message_id": 1, "feedback": 2, "unattributed": 3}
 
 Write = Callable[[str, Any], Awaitable[Any]]
 
@@ -145,10 +147,10 @@ class PendingFile:
         """Write what the file holds with `write(kind, payload)` (one transaction each); returns the
         rows written. An error for which `unavailable` is true (the database still refuses) puts that
         entry and the rest back in the file, in order, for the next replay; an entry failing otherwise
-        is moved to a quarantine file. A rating of an answer the database does not have is dropped,
-        unless it was kept less than `hold_unknown` seconds ago: then it is held (`held_path`) and
-        tried again with the next replays. When another process is replaying the file, returns 0 and
-        leaves it to that process."""
+        is moved to a quarantine file. A rating of an answer the database does not have is held
+        (`held_path`) and tried again with the next replays while it was kept less than
+        `hold_unknown` seconds ago; after that it is written as an unattributed rating. When another
+        process is replaying the file, returns 0 and leaves it to that process."""
         self.path.parent.mkdir(parents=True, exist_ok=True)
         with self._replay_lock_path.open("a") as lock:
             try:
@@ -178,6 +180,21 @@ class PendingFile:
                 if kind != "answer" and not isinstance(payload, dict):
                     raise ValueError(f"a {kind} entry needs args")
                 result = await write(kind, payload)
+                unknown = (
+                    isinstance(result, FeedbackReceipt) and result.outcome is FeedbackOutcome.UNKNOWN_ANSWER
+                )
+                if unknown and _age(item) < hold_unknown:
+                    held.append(item)
+                    continue
+                if unknown:
+                    # Acknowledged to its user, so kept: apart, never on another answer.
+                    assert isinstance(payload, dict)
+                    kept_at = str(item.get("kept_at") or "") or datetime.now(UTC).isoformat()
+                    entries[i] = item = entry("unattributed", unattributed_from_feedback(payload, kept_at))
+                    await write("unattributed", item["args"])
+                    log.warning(
+                        "pending rating for unknown answer %s stored as unattributed", payload["result_id"]
+                    )
             except Exception as exc:
                 if unavailable(exc):
                     # Still refused: this and the rest wait for the next replay (order kept).
@@ -187,12 +204,6 @@ class PendingFile:
                 # it must not hold back the entries after it.
                 log.warning("unusable pending %s entry: %s: %s", kind, type(exc).__name__, exc)
                 unusable.append(json.dumps(item, ensure_ascii=False))
-                continue
-            if isinstance(result, FeedbackReceipt) and result.outcome is FeedbackOutcome.UNKNOWN_ANSWER:
-                if _age(item) < hold_unknown:
-                    held.append(item)
-                else:
-                    log.warning("pending rating for unknown answer %s dropped", item["args"]["result_id"])
                 continue
             written += 1
         if held:

@@ -95,6 +95,34 @@ MIGRATIONS: tuple[Migration, ...] = (
         ALTER TABLE answers ADD COLUMN stopped BOOLEAN NOT NULL DEFAULT false;
         """,
     ),
+    Migration(
+        5,
+        "every id an answer's message was sent under, and ratings that named no known answer",
+        """
+        CREATE TABLE answer_messages (
+            conversation_id TEXT NOT NULL,
+            message_id TEXT NOT NULL,
+            result_id TEXT NOT NULL REFERENCES answers (result_id),
+            kind TEXT NOT NULL,
+            PRIMARY KEY (conversation_id, message_id)
+        );
+        INSERT INTO answer_messages (conversation_id, message_id, result_id, kind)
+            SELECT conversation_id, message_id, result_id, 'sent' FROM answers WHERE message_id <> ''
+            ON CONFLICT DO NOTHING;
+        CREATE TABLE unattributed_feedback (
+            id BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+            created_at TIMESTAMPTZ NOT NULL,
+            conversation_id TEXT NOT NULL,
+            user_id TEXT NOT NULL,
+            channel_id TEXT NOT NULL,
+            reaction TEXT NOT NULL CHECK (reaction IN ('up', 'down')),
+            comment TEXT NOT NULL DEFAULT '',
+            source TEXT NOT NULL,
+            named_id TEXT NOT NULL DEFAULT ''
+        );
+        CREATE INDEX unattributed_by_time ON unattributed_feedback (created_at);
+        """,
+    ),
 )
 
 LATEST = MIGRATIONS[-1].version

@@ -35,14 +35,23 @@ from service.feedback.postgres_schema import migrate, schema_version
 from service.feedback.protocol import (
     ANSWER_FIELDS,
     FLAG_FIELDS,
+    UNATTRIBUTED_FIELDS,
     FeedbackOutcome,
     FeedbackReceipt,
     FeedbackStoreError,
     Reaction,
     RecordsWrites,
     checked_answer_row,
+    checked_unattributed,
 )
-from service.feedback.records import ANSWER_COLUMNS, RATING_COLUMNS, AnswerRecord, RatingRecord
+from service.feedback.records import (
+    ANSWER_COLUMNS,
+    RATING_COLUMNS,
+    UNATTRIBUTED_COLUMNS,
+    AnswerRecord,
+    RatingRecord,
+    UnattributedRecord,
+)
 
 log = logging.getLogger(__name__)
 
@@ -200,20 +209,14 @@ class PostgresFeedbackStore(RecordsWrites):
             return await self._replay()
 
     async def answer_for_message(self, conversation_id: str, message_id: str | None) -> str | None:
-        """The result id of the answer sent as message_id, or (when a client omits the id) the
-        conversation's latest answer."""
+        if not message_id:
+            return None
         await self._ensure_schema()
-        if message_id:
-            value = await self.pool.fetchval(
-                "SELECT result_id FROM answers WHERE conversation_id = $1 AND message_id = $2 LIMIT 1",
-                conversation_id,
-                message_id,
-            )
-        else:
-            value = await self.pool.fetchval(
-                "SELECT result_id FROM answers WHERE conversation_id = $1 ORDER BY created_at DESC LIMIT 1",
-                conversation_id,
-            )
+        value = await self.pool.fetchval(
+            "SELECT result_id FROM answer_messages WHERE conversation_id = $1 AND message_id = $2",
+            _text(conversation_id),
+            _text(message_id),
+        )
         return str(value) if value is not None else None
 
     async def stored_card(self, result_id: str) -> dict[str, Any] | None:
@@ -249,6 +252,15 @@ class PostgresFeedbackStore(RecordsWrites):
         )
         return [RatingRecord.model_validate(dict(r.items())) for r in records]
 
+    async def unattributed_since(self, since: datetime) -> list[UnattributedRecord]:
+        await self._ensure_schema()
+        records = await self.pool.fetch(
+            f"SELECT {', '.join(UNATTRIBUTED_COLUMNS)} FROM unattributed_feedback WHERE created_at >= $1"
+            " ORDER BY created_at DESC, id DESC",
+            since,
+        )
+        return [UnattributedRecord.model_validate(dict(r.items())) for r in records]
+
     # --- the writes -----------------------------------------------------------------------------
 
     async def _write(self, kind: str, payload: Any) -> Any:
@@ -275,7 +287,8 @@ class PostgresFeedbackStore(RecordsWrites):
     def _keep(self, kind: str, payload: Any) -> Any:
         # An OSError here (the disk refuses too) reaches the caller: nothing was acknowledged.
         self.pending.keep([entry(kind, payload)])
-        return FeedbackReceipt(FeedbackOutcome.PENDING) if kind == "feedback" else None
+        rating = kind in ("feedback", "unattributed")
+        return FeedbackReceipt(FeedbackOutcome.PENDING) if rating else None
 
     async def _replay(self) -> int:
         try:
@@ -327,6 +340,8 @@ class PostgresFeedbackStore(RecordsWrites):
                 return None
             if kind == "feedback":
                 return await _record_feedback(conn, **payload)
+            if kind == "unattributed":
+                return await _record_unattributed(conn, payload)
             raise ValueError(f"unknown kind of write: {kind!r}")
 
 
@@ -354,10 +369,36 @@ async def _insert_answer(conn: asyncpg.Connection, row: list[str]) -> None:
     await conn.execute(_INSERT_ANSWER, *values)
 
 
-async def _set_message_id(conn: asyncpg.Connection, result_id: str, message_id: str) -> None:
+async def _set_message_id(
+    conn: asyncpg.Connection, result_id: str, message_id: str, kind: str = "sent"
+) -> None:
+    # The conversation is the answer's own; an id already naming an answer there keeps naming it.
     await conn.execute(
-        "UPDATE answers SET message_id = $1 WHERE result_id = $2", _text(message_id), _text(result_id)
+        "INSERT INTO answer_messages (conversation_id, message_id, result_id, kind)"
+        " SELECT conversation_id, $1, result_id, $2 FROM answers WHERE result_id = $3"
+        " ON CONFLICT DO NOTHING",
+        _text(message_id),
+        _text(kind),
+        _text(result_id),
     )
+    # The answer row's own column (what exports read) keeps the final message's id.
+    if kind == "sent":
+        await conn.execute(
+            "UPDATE answers SET message_id = $1 WHERE result_id = $2", _text(message_id), _text(result_id)
+        )
+
+
+_INSERT_UNATTRIBUTED = (
+    f"INSERT INTO unattributed_feedback ({', '.join(UNATTRIBUTED_FIELDS)})"
+    f" VALUES ({', '.join(f'${i}' for i in range(1, len(UNATTRIBUTED_FIELDS) + 1))})"
+)
+
+
+async def _record_unattributed(conn: asyncpg.Connection, args: dict[str, Any]) -> FeedbackReceipt:
+    values: list[Any] = [_text(v) for v in checked_unattributed(args)]
+    values[0] = datetime.fromisoformat(values[0])  # created_at
+    await conn.execute(_INSERT_UNATTRIBUTED, *values)
+    return FeedbackReceipt(FeedbackOutcome.UNATTRIBUTED)
 
 
 async def _record_feedback(

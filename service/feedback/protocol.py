@@ -8,7 +8,13 @@ The guarantees both give: a caller is answered only after its row was committed,
 database cannot take it, after it was appended and fsynced to the local fallback file
 (service/feedback/pending.py) that is replayed later; a rating is one row per (answer, user), a second rating
 by the same user updates it; a rating of an answer the store never gave (or gave in another
-conversation) is refused.
+conversation) is refused by `record_feedback`.
+
+A rating is attached only to the answer it names: by the answer's result id (the card's buttons), or
+by one of the ids its message was sent under (`set_message_id`: the id the channel returned for the
+final message, the stream id of a streamed one), which `answer_for_message` looks up exactly. A rating
+that names no known answer is kept apart (`record_unattributed`), never attached to another answer: a
+rating on the wrong answer corrupts the thumbs-down list and the evaluation sets made from it, silently.
 """
 
 from __future__ import annotations
@@ -23,9 +29,13 @@ from pathlib import Path
 from typing import Any, Literal, Protocol
 
 from crag.core.models import CragResult
-from service.feedback.records import AnswerRecord, RatingRecord
+from service.feedback.records import AnswerRecord, RatingRecord, UnattributedRecord
 
 Reaction = Literal["up", "down"]
+# Which id of an answer's message a channel may name in a rating: the id it returned when the final
+# message was sent, or the stream id (Teams' streaminfo) of a streamed answer.
+MessageIdKind = Literal["sent", "stream"]
+MESSAGE_ID_KINDS: tuple[MessageIdKind, ...] = ("sent", "stream")
 
 
 class FeedbackOutcome(StrEnum):
@@ -33,6 +43,7 @@ class FeedbackOutcome(StrEnum):
     UPDATED = "updated"  # the same user changed or repeated their rating
     UNKNOWN_ANSWER = "unknown_answer"
     PENDING = "pending"  # the database was busy or down: kept in the fallback file, written later
+    UNATTRIBUTED = "unattributed"  # kept apart: it named no answer the store knows
 
 
 @dataclass(frozen=True)
@@ -72,7 +83,7 @@ class Feedback(Protocol):
         """A turn the user stopped (Teams' Stop button) before any answer was written."""
         ...
 
-    async def set_message_id(self, result_id: str, message_id: str) -> None: ...
+    async def set_message_id(self, result_id: str, message_id: str, kind: MessageIdKind = "sent") -> None: ...
 
     async def record_feedback(
         self,
@@ -85,9 +96,25 @@ class Feedback(Protocol):
         comment: str = "",
     ) -> FeedbackReceipt: ...
 
+    async def record_unattributed(
+        self,
+        reaction: Reaction,
+        conversation_id: str,
+        user_id: str,
+        channel_id: str,
+        source: str,
+        comment: str = "",
+        named_id: str = "",
+    ) -> FeedbackReceipt:
+        """A rating that names no answer this store knows (`named_id`: the id it named, if any)."""
+        ...
+
     async def replay_pending(self) -> int: ...
 
-    async def answer_for_message(self, conversation_id: str, message_id: str | None) -> str | None: ...
+    async def answer_for_message(self, conversation_id: str, message_id: str | None) -> str | None:
+        """The result id of the answer sent in this conversation under message_id; None for no id or
+        an id no answer was sent under (never a guess such as the latest answer)."""
+        ...
 
     async def stored_card(self, result_id: str) -> dict[str, Any] | None: ...
 
@@ -100,6 +127,10 @@ class Feedback(Protocol):
     async def ratings_since(self, since: datetime) -> list[RatingRecord]:
         """Ratings made or changed at or after `since`, newest first, with the rated answer's web
         sources."""
+        ...
+
+    async def unattributed_since(self, since: datetime) -> list[UnattributedRecord]:
+        """Ratings kept apart at or after `since` (they named no known answer), newest first."""
         ...
 
 
@@ -213,6 +244,68 @@ def feedback_args(
     }
 
 
+def unattributed_args(
+    reaction: Reaction,
+    conversation_id: str,
+    user_id: str,
+    channel_id: str,
+    source: str,
+    comment: str,
+    named_id: str,
+) -> dict[str, Any]:
+    if reaction not in ("up", "down"):
+        raise ValueError(f"reaction must be up or down, not {reaction!r}")
+    return {
+        "created_at": datetime.now(UTC).isoformat(),  # when it was given, even if written later
+        "reaction": reaction,
+        "conversation_id": conversation_id,
+        "user_id": user_id,
+        "channel_id": channel_id,
+        "source": source,
+        "comment": comment,
+        "named_id": named_id,
+    }
+
+
+# The fields of an unattributed rating, in the order both stores write them.
+UNATTRIBUTED_FIELDS = (
+    "created_at",
+    "reaction",
+    "conversation_id",
+    "user_id",
+    "channel_id",
+    "source",
+    "comment",
+    "named_id",
+)
+
+
+def checked_unattributed(args: dict[str, Any]) -> list[str]:
+    """An unattributed rating's values in UNATTRIBUTED_FIELDS order; a ValueError for wrong fields
+    (a damaged fallback-file line is quarantined, not written)."""
+    if sorted(args) != sorted(UNATTRIBUTED_FIELDS) or not all(isinstance(v, str) for v in args.values()):
+        raise ValueError(f"an unattributed rating has the text fields {', '.join(UNATTRIBUTED_FIELDS)}")
+    if args["reaction"] not in ("up", "down"):
+        raise ValueError(f"reaction must be up or down, not {args['reaction']!r}")
+    datetime.fromisoformat(args["created_at"])  # a ValueError when it is not a time
+    return [args[f] for f in UNATTRIBUTED_FIELDS]
+
+
+def unattributed_from_feedback(args: dict[str, Any], created_at: str) -> dict[str, Any]:
+    """A rating kept for an answer the database never got, as the unattributed rating it becomes
+    (the result id it named kept)."""
+    return {
+        "created_at": created_at,
+        "reaction": args["reaction"],
+        "conversation_id": args["conversation_id"],
+        "user_id": args["user_id"],
+        "channel_id": args["channel_id"],
+        "source": args.get("source", "card"),
+        "comment": args.get("comment", ""),
+        "named_id": args["result_id"],
+    }
+
+
 class RecordsWrites(ABC):
     """The contract's three writes, as the rows both stores record. A store supplies `_write(kind,
     payload)`, which returns once the row is committed or kept in the fallback file."""
@@ -239,9 +332,25 @@ class RecordsWrites(ABC):
     ) -> None:
         await self._write("answer", stopped_row(question, language, conversation_id, user_id, channel_id))
 
-    async def set_message_id(self, result_id: str, message_id: str) -> None:
-        """The id the channel gave the answer message: Teams' native feedback refers to it."""
-        await self._write("message_id", {"result_id": result_id, "message_id": message_id})
+    async def set_message_id(self, result_id: str, message_id: str, kind: MessageIdKind = "sent") -> None:
+        """An id the answer's message was sent under: Teams' native feedback names it (replyToId)."""
+        if kind not in MESSAGE_ID_KINDS:
+            raise ValueError(f"unknown kind of message id: {kind!r}")
+        await self._write("message_id", {"result_id": result_id, "message_id": message_id, "kind": kind})
+
+    async def record_unattributed(
+        self,
+        reaction: Reaction,
+        conversation_id: str,
+        user_id: str,
+        channel_id: str,
+        source: str,
+        comment: str = "",
+        named_id: str = "",
+    ) -> FeedbackReceipt:
+        args = unattributed_args(reaction, conversation_id, user_id, channel_id, source, comment, named_id)
+        receipt: FeedbackReceipt = await self._write("unattributed", args)
+        return receipt
 
     async def record_feedback(
         self,

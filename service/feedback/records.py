@@ -98,5 +98,17 @@ class RatingRecord(BaseModel):
     channel_id: str
 
 
+class UnattributedRecord(BaseModel):
+    """A rating that named no answer the store knows, kept apart (never attached to another answer)."""
+
+    created_at: UtcTime
+    reaction: Literal["up", "down"]
+    comment: str
+    source: str
+    channel_id: str
+    named_id: str  # the message or result id it named ("" for none)
+
+
 ANSWER_COLUMNS = [name for name in AnswerRecord.model_fields]
 RATING_COLUMNS = [name for name in RatingRecord.model_fields]
+UNATTRIBUTED_COLUMNS = [name for name in UnattributedRecord.model_fields]

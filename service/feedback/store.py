@@ -30,13 +30,22 @@ from service.feedback.pending import PendingFile, entry
 from service.feedback.protocol import (
     ANSWER_FIELDS,
     FLAG_FIELDS,
+    UNATTRIBUTED_FIELDS,
     FeedbackOutcome,
     FeedbackReceipt,
     Reaction,
     RecordsWrites,
     checked_answer_row,
+    checked_unattributed,
 )
-from service.feedback.records import ANSWER_COLUMNS, RATING_COLUMNS, AnswerRecord, RatingRecord
+from service.feedback.records import (
+    ANSWER_COLUMNS,
+    RATING_COLUMNS,
+    UNATTRIBUTED_COLUMNS,
+    AnswerRecord,
+    RatingRecord,
+    UnattributedRecord,
+)
 from service.sqlite_file import SqliteFile, open_connection
 
 __all__ = ["FeedbackOutcome", "FeedbackReceipt", "FeedbackStore", "Reaction"]
@@ -79,6 +88,28 @@ CREATE TABLE IF NOT EXISTS answer_feedback (
     channel_id TEXT NOT NULL,
     UNIQUE (result_id, user_id)
 );
+-- Every id an answer's message was sent under (the id the channel returned, a stream's id): what a
+-- channel's feedback names. Unique within a conversation, so one id never names two answers.
+CREATE TABLE IF NOT EXISTS answer_messages (
+    conversation_id TEXT NOT NULL,
+    message_id TEXT NOT NULL,
+    result_id TEXT NOT NULL REFERENCES answers(result_id),
+    kind TEXT NOT NULL,
+    PRIMARY KEY (conversation_id, message_id)
+);
+-- Ratings that named no answer the store knows: kept (they were acknowledged), never attached to
+-- another answer.
+CREATE TABLE IF NOT EXISTS unattributed_feedback (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    created_at TEXT NOT NULL,
+    conversation_id TEXT NOT NULL,
+    user_id TEXT NOT NULL,
+    channel_id TEXT NOT NULL,
+    reaction TEXT NOT NULL CHECK (reaction IN ('up', 'down')),
+    comment TEXT NOT NULL DEFAULT '',
+    source TEXT NOT NULL,
+    named_id TEXT NOT NULL DEFAULT ''
+);
 """
 # Columns added to `answers` after its first release, for files created before them (SQLite has no
 # ADD COLUMN IF NOT EXISTS): the SQLite side of service/feedback/postgres_schema.py's migrations.
@@ -95,6 +126,12 @@ _ADDED_COLUMNS = {
 _INDEXES = """
 CREATE INDEX IF NOT EXISTS answers_by_time ON answers (created_at);
 CREATE INDEX IF NOT EXISTS answer_feedback_by_time ON answer_feedback (updated_at);
+CREATE INDEX IF NOT EXISTS unattributed_by_time ON unattributed_feedback (created_at);
+"""
+# The one message id an answer row kept before answer_messages existed, copied once (idempotent).
+_COPY_MESSAGE_IDS = """
+INSERT OR IGNORE INTO answer_messages (conversation_id, message_id, result_id, kind)
+SELECT conversation_id, message_id, result_id, 'sent' FROM answers WHERE message_id != ''
 """
 
 log = logging.getLogger(__name__)
@@ -166,6 +203,7 @@ class FeedbackStore(SqliteFile, RecordsWrites):
             if column not in columns:
                 await db.execute(f"ALTER TABLE answers ADD COLUMN {column} {definition}")
         await db.executescript(_INDEXES)
+        await db.execute(_COPY_MESSAGE_IDS)
 
     async def close(self) -> None:
         """Stop the writer after it finished every queued item, then close both connections."""
@@ -201,15 +239,12 @@ class FeedbackStore(SqliteFile, RecordsWrites):
         return written
 
     async def answer_for_message(self, conversation_id: str, message_id: str | None) -> str | None:
-        """The result id of the answer sent as message_id, or (when a client omits the id) the
-        conversation's latest answer."""
-        query = "SELECT result_id FROM answers WHERE conversation_id = ?"
-        args: tuple[str, ...] = (conversation_id,)
-        if message_id:
-            query, args = query + " AND message_id = ?", (conversation_id, message_id)
-        else:
-            query += " ORDER BY created_at DESC LIMIT 1"
-        async with self.reader.execute(query, args) as cur:
+        if not message_id:
+            return None
+        async with self.reader.execute(
+            "SELECT result_id FROM answer_messages WHERE conversation_id = ? AND message_id = ?",
+            (conversation_id, message_id),
+        ) as cur:
             row = await cur.fetchone()
         return str(row[0]) if row else None
 
@@ -250,6 +285,16 @@ class FeedbackStore(SqliteFile, RecordsWrites):
             names = [d[0] for d in cur.description]
             rows = await cur.fetchall()
         return [RatingRecord.model_validate(dict(zip(names, r, strict=True))) for r in rows]
+
+    async def unattributed_since(self, since: datetime) -> list[UnattributedRecord]:
+        query = (
+            f"SELECT {', '.join(UNATTRIBUTED_COLUMNS)} FROM unattributed_feedback WHERE created_at >= ?"
+            " ORDER BY created_at DESC, id DESC"
+        )
+        async with self.reader.execute(query, (since.astimezone(UTC).isoformat(),)) as cur:
+            names = [d[0] for d in cur.description]
+            rows = await cur.fetchall()
+        return [UnattributedRecord.model_validate(dict(zip(names, r, strict=True))) for r in rows]
 
     # --- the writer -----------------------------------------------------------------------------
 
@@ -313,7 +358,8 @@ class FeedbackStore(SqliteFile, RecordsWrites):
                     job.fail(exc)
                 return
             for job in kept:
-                job.resolve(FeedbackReceipt(FeedbackOutcome.PENDING) if job.kind == "feedback" else None)
+                rating = job.kind in ("feedback", "unattributed")
+                job.resolve(FeedbackReceipt(FeedbackOutcome.PENDING) if rating else None)
 
     async def _with_retries(self, kind: str, payload: Any) -> Any:
         """Write one item in its own transaction, retrying while SQLite is busy; raises the last
@@ -339,6 +385,8 @@ class FeedbackStore(SqliteFile, RecordsWrites):
                 await self._set_message_id(**payload)
             elif kind == "feedback":
                 result = await self._record_feedback(**payload)
+            elif kind == "unattributed":
+                result = await self._record_unattributed(**payload)
             else:
                 raise ValueError(f"unknown kind of write: {kind!r}")
             await db.execute("COMMIT")
@@ -359,10 +407,26 @@ class FeedbackStore(SqliteFile, RecordsWrites):
             values,
         )
 
-    async def _set_message_id(self, result_id: str, message_id: str) -> None:
+    async def _set_message_id(self, result_id: str, message_id: str, kind: str = "sent") -> None:
+        # The conversation is the answer's own; an id already naming an answer there keeps naming it.
         await self.db.execute(
-            "UPDATE answers SET message_id = ? WHERE result_id = ?", (message_id, result_id)
+            "INSERT OR IGNORE INTO answer_messages (conversation_id, message_id, result_id, kind)"
+            " SELECT conversation_id, ?, result_id, ? FROM answers WHERE result_id = ?",
+            (message_id, kind, result_id),
         )
+        # The answer row's own column (what exports read) keeps the final message's id.
+        if kind == "sent":
+            await self.db.execute(
+                "UPDATE answers SET message_id = ? WHERE result_id = ?", (message_id, result_id)
+            )
+
+    async def _record_unattributed(self, **args: Any) -> FeedbackReceipt:
+        await self.db.execute(
+            f"INSERT INTO unattributed_feedback ({', '.join(UNATTRIBUTED_FIELDS)})"
+            f" VALUES ({', '.join('?' * len(UNATTRIBUTED_FIELDS))})",
+            checked_unattributed(args),
+        )
+        return FeedbackReceipt(FeedbackOutcome.UNATTRIBUTED)
 
     async def _record_feedback(
         self,

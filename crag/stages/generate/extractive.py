@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Literal
 
 from crag.core import weights as weights_file
+from crag.core.excerpt import excerpt
 from crag.core.models import Citation, GeneratedAnswer, GradedChunk, WebResult
 from crag.core.protocols import TextSink
 from crag.core.texts import NEAREST, QUOTED_FROM, REFUSAL, WEB_SAYS, absence
@@ -292,7 +293,7 @@ class ExtractiveComposer:
         for g in chunks:
             c = g.chunk
             citation = Citation(
-                number=0, kind="document", title=c.title, url=c.url, file=c.file, excerpt=c.text[:160]
+                number=0, kind="document", title=c.title, url=c.url, file=c.file, excerpt=excerpt(c.text)
             )
             sources.append(_Source(citation, g.score))
             tokens = self._chunk_terms.of(c)
@@ -311,7 +312,7 @@ class ExtractiveComposer:
                 )
             )
         for w in web:
-            citation = Citation(number=0, kind="web", title=w.title, url=w.url, excerpt=w.snippet[:160])
+            citation = Citation(number=0, kind="web", title=w.title, url=w.url, excerpt=excerpt(w.snippet))
             sources.append(_Source(citation, 0.6))  # every part numbers the sources alike
             if kind_signal(kinds - {"number"}, [w.snippet]) < 0:
                 # Nothing grades the web's results here: a snippet without the kind of fact asked

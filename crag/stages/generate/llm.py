@@ -13,6 +13,7 @@ import re
 from collections.abc import Sequence
 from typing import Literal
 
+from crag.core.excerpt import excerpt
 from crag.core.models import CITATION_MARKER, Citation, GeneratedAnswer, GradedChunk, Notice, WebResult
 from crag.core.protocols import AnswerGenerator, TextSink
 from crag.core.safe_links import safe_markdown
@@ -81,12 +82,17 @@ def _sources(chunks: Sequence[GradedChunk], web: Sequence[WebResult]) -> list[tu
     for g in chunks:
         c = g.chunk
         citation = Citation(
-            number=len(out) + 1, kind="document", title=c.title, url=c.url, file=c.file, excerpt=c.text[:160]
+            number=len(out) + 1,
+            kind="document",
+            title=c.title,
+            url=c.url,
+            file=c.file,
+            excerpt=excerpt(c.text),
         )
         out.append((citation, c.text[:_SOURCE_CHARS]))
     for w in web:
         citation = Citation(
-            number=len(out) + 1, kind="web", title=w.title, url=w.url, excerpt=w.snippet[:160]
+            number=len(out) + 1, kind="web", title=w.title, url=w.url, excerpt=excerpt(w.snippet)
         )
         out.append((citation, w.snippet[:_SOURCE_CHARS]))
     return out
