@@ -100,18 +100,24 @@ def _marks(question: str) -> set[str]:
 
 @dataclass(frozen=True)
 class Anchors:
-    """The model's logits graded 0.8 and 0.4 (weights.toml [relevance], with how they were chosen)."""
+    """The scores graded 0.8 and 0.4 (weights.toml [relevance], with how they were chosen). A
+    passage's score is the model's logit plus `topic_weight` times its feature grade: the model reads
+    whether the passage answers, the feature grade adds how much it shares with the question in words
+    and meaning, which the model, trained on few questions asked the way employees ask, weighs
+    differently from one kind of document to another."""
 
     upper: float
     lower: float
+    topic_weight: float = 0.0
 
     @classmethod
     def shipped(cls, path: Path = WEIGHTS) -> Anchors:
         p = weights_file.load(path, "relevance", ()).params
-        return cls(upper=p["upper"], lower=p["lower"])
+        return cls(upper=p["upper"], lower=p["lower"], topic_weight=p.get("topic_weight", 0.0))
 
-    def grade(self, logit: float) -> float:
-        return calibrate(logit, Model(weights=(), bias=0.0, upper=self.upper, lower=self.lower))
+    def grade(self, logit: float, topic: float = 0.0) -> float:
+        score = logit + self.topic_weight * topic
+        return calibrate(score, Model(weights=(), bias=0.0, upper=self.upper, lower=self.lower))
 
 
 class ReadingGrader:
@@ -153,15 +159,15 @@ class ReadingGrader:
         for chunk, want, windows_read in zip(chunks, extract, read, strict=True):
             answer: str | None = None
             if want and windows_read is not None and len(pieces(chunk.text)) > 1:
-                answer = " ".join(body for body, logit in windows_read if logit >= self._anchors.lower)
+                answer = " ".join(body for body, score in windows_read if score >= self._anchors.lower)
             extracts.append(asyncio.sleep(0, result=answer))
         return grades, extracts
 
     async def _read_all(
         self, question: str, chunks: Sequence[Chunk]
     ) -> tuple[list[float], list[list[tuple[str, float]] | None]]:
-        """Each passage's grade, and the windows read of it with their logits (None where the
-        feature grader graded instead)."""
+        """Each passage's grade, and the windows read of it with their scores (the logit plus the
+        topic term; None where the feature grader graded instead)."""
         if not chunks:
             return [], []
         topical = await self._features.grade(question, chunks)
@@ -173,7 +179,7 @@ class ReadingGrader:
             logits = await asyncio.get_running_loop().run_in_executor(self._pool, self._read, texts)
             if logits is not None:
                 read_grades, read_windows = self._grades(
-                    question, [chunks[i] for i in chosen], per_chunk, logits
+                    question, [chunks[i] for i in chosen], per_chunk, logits, [topical[i] for i in chosen]
                 )
                 grades = [min(t, UNREAD) for t in topical]
                 windows_read: list[list[tuple[str, float]] | None] = [[] for _ in chunks]
@@ -183,17 +189,23 @@ class ReadingGrader:
         return topical, [None] * len(chunks)
 
     def _grades(
-        self, question: str, chunks: Sequence[Chunk], per_chunk: list[list[str]], logits: np.ndarray
+        self,
+        question: str,
+        chunks: Sequence[Chunk],
+        per_chunk: list[list[str]],
+        logits: np.ndarray,
+        topical: Sequence[float],
     ) -> tuple[list[float], list[list[tuple[str, float]] | None]]:
         kinds = asked_kinds(question)
         grades: list[float] = []
         read: list[list[tuple[str, float]] | None] = []
         at = 0
-        for chunk, ws in zip(chunks, per_chunk, strict=True):
+        for chunk, ws, topic in zip(chunks, per_chunk, topical, strict=True):
             values = [float(x) for x in logits[at : at + len(ws)]]
             at += len(ws)
-            read.append([(w.split("\n", 1)[-1], v) for w, v in zip(ws, values, strict=True)])
-            grade = self._anchors.grade(max(values))
+            shift = self._anchors.topic_weight * topic  # windows kept by their score, as graded
+            read.append([(w.split("\n", 1)[-1], v + shift) for w, v in zip(ws, values, strict=True)])
+            grade = self._anchors.grade(max(values), topic)
             # A passage holding no fact of the asked kind (no amount for "how much") does not answer
             # it, whatever it reads like (the feature grader's bound, local.py PARTIAL).
             if kind_signal(kinds, [chunk.text]) < 0:
