@@ -26,10 +26,13 @@ import hashlib
 from typing import Any
 from urllib.parse import quote
 
+from azure.core.credentials_async import AsyncTokenCredential
 from azure.core.exceptions import ResourceNotFoundError
 from azure.storage.blob.aio import BlobServiceClient, ContainerClient
-from botbuilder.azure import BlobStorage, BlobStorageSettings
-from botbuilder.azure.blob_storage import convert_account_name_and_key_to_connection_string
+from botbuilder.azure import BlobStorage
+
+from crag.config.settings import StorageAccount
+from crag.infra.entra import async_credential
 
 # Azure's limit on a blob name's length.
 _MAX_NAME = 1024
@@ -45,15 +48,25 @@ def blob_name(key: str) -> str:
 
 
 class BlobStateStorage(BlobStorage):  # type: ignore[misc]
-    def __init__(self, settings: BlobStorageSettings) -> None:
-        super().__init__(settings)  # checks the settings; its client is replaced (it connects lazily)
-        connection = settings.connection_string or convert_account_name_and_key_to_connection_string(settings)
-        self._service = BlobServiceClient.from_connection_string(connection)
-        self._container: ContainerClient = self._service.get_container_client(settings.container_name)
+    def __init__(self, account: StorageAccount, container: str, **transport: Any) -> None:
+        """account: a connection string, or the Blob endpoint signed into with an Entra token (in Azure
+        the account's shared keys are off). transport: azure-core options such as connection_verify."""
+        if not container:
+            raise ValueError("the Blob container's name is required (AZURE_STORAGE_CONTAINER)")
+        # The base class's constructor is not called: it accepts a connection string or an account
+        # key only, and would build a client of its own. It keeps two (name-mangled) attributes.
+        if account.keyless:
+            self._credential: AsyncTokenCredential | None = async_credential()
+            self._service = BlobServiceClient(account.account_url, credential=self._credential, **transport)
+        else:
+            self._credential = None
+            self._service = BlobServiceClient.from_connection_string(account.connection_string, **transport)
+        self._container: ContainerClient = self._service.get_container_client(container)
         # The base class's write and delete use its private (name-mangled) container client: ours,
         # so that one closable session serves them all. botbuilder-azure is pinned (4.17.1), and
-        # tests/test_state_blob.py checks that the base class still reads this attribute.
+        # tests/test_state_blob.py checks that the base class still reads these attributes.
         self._BlobStorage__container_client = self._container
+        self._BlobStorage__initialized = False
 
     async def read(self, keys: list[str]) -> dict[str, Any]:
         if not keys:
@@ -75,3 +88,5 @@ class BlobStateStorage(BlobStorage):  # type: ignore[misc]
 
     async def close(self) -> None:
         await self._service.close()  # the transport (aiohttp session) every client of it shares
+        if self._credential is not None:
+            await self._credential.close()

@@ -158,7 +158,6 @@ def make_storage(settings: BotSettings) -> Storage:
         return SqliteStorage(settings.state_db, ttl_days=settings.state_ttl_days)
     try:  # botbuilder-azure: only multi-instance deployments need it
         from botbuilder.azure import (
-            BlobStorageSettings,
             CosmosDbPartitionedConfig,
             CosmosDbPartitionedStorage,
         )
@@ -169,15 +168,13 @@ def make_storage(settings: BotSettings) -> Storage:
             f"STATE_STORAGE={kind} needs botbuilder-azure and six (requirements.txt): {exc}"
         ) from exc
     if kind == "blob":
-        if not settings.azure_storage_connection_string.get_secret_value():
-            raise ValueError("STATE_STORAGE=blob needs AZURE_STORAGE_CONNECTION_STRING")
-        # The SDK's BlobStorage with its defects worked around (bot/blob_state.py).
-        return BlobStateStorage(
-            BlobStorageSettings(
-                container_name=settings.azure_storage_container,
-                connection_string=settings.azure_storage_connection_string.get_secret_value(),
+        account = settings.storage_account()
+        if account is None:
+            raise ValueError(
+                "STATE_STORAGE=blob needs AZURE_STORAGE_CONNECTION_STRING or AZURE_STORAGE_ACCOUNT_URL"
             )
-        )
+        # The SDK's BlobStorage with its defects worked around (bot/blob_state.py).
+        return BlobStateStorage(account, settings.azure_storage_container)
     if not settings.cosmos_endpoint or not settings.cosmos_key.get_secret_value():
         raise ValueError("STATE_STORAGE=cosmos needs COSMOS_ENDPOINT and COSMOS_KEY")
     return CosmosDbPartitionedStorage(

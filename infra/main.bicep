@@ -73,8 +73,6 @@ param embeddingDeploymentCapacity int = 30
 param existingSearchEndpoint string = ''
 
 @secure()
-@description('Query key of the existing Azure AI Search service (the bot only queries; crag-ingest uses an admin key of its own).')
-param existingSearchQueryKey string = ''
 
 @allowed(['basic', 'standard'])
 param searchSku string = 'basic'
@@ -167,7 +165,7 @@ module storage 'modules/storage.bicep' = {
     location: location
     tags: tags
     containerName: 'bot-state'
-    keyVaultName: keyVault.outputs.name
+    botPrincipalId: identity.outputs.principalId
   }
 }
 
@@ -179,6 +177,7 @@ module redis 'modules/redis.bicep' = {
     location: location
     tags: tags
     keyVaultName: keyVault.outputs.name
+    botPrincipalId: identity.outputs.principalId
   }
 }
 
@@ -226,8 +225,7 @@ module search 'modules/search.bicep' = {
     location: location
     tags: tags
     sku: searchSku
-    existingQueryKey: existingSearchQueryKey
-    keyVaultName: keyVault.outputs.name
+    botPrincipalId: identity.outputs.principalId
   }
 }
 
@@ -266,10 +264,8 @@ module app 'modules/containerapp.bicep' = {
     keyVaultUri: keyVault.outputs.uri
     // Each secret's module wrote it to the vault; naming it here also orders the app after it.
     secretNames: {
-      storage: storage.outputs.connectionStringSecretName
       redis: redis.outputs.urlSecretName
       postgres: postgres.outputs.urlSecretName
-      search: search.outputs.queryKeySecretName
       appInsights: keyVault.outputs.appInsightsSecretName
       link: keyVault.outputs.linkSecretName
       serpApi: keyVault.outputs.serpApiSecretName
@@ -291,6 +287,9 @@ module app 'modules/containerapp.bicep' = {
       AZURE_SEARCH_INDEX: searchIndexName
       AZURE_SEARCH_MODE: searchMode
       AZURE_STORAGE_CONTAINER: storage.outputs.containerName
+      // Keyless: Blob, Redis and Search (no key setting) with the identity's Entra tokens.
+      AZURE_STORAGE_ACCOUNT_URL: storage.outputs.blobEndpoint
+      CRAG_REDIS_AUTH: 'entra'
     }
   }
 }

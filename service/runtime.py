@@ -4,6 +4,7 @@ the document links; and, for the process, where its turn traces go (crag/infra/t
 from __future__ import annotations
 
 from crag.core.access import may_read
+from crag.infra.entra import POSTGRES_SCOPE, TokenPassword
 from crag.infra.tracing_export import TracingExport, configure_tracing
 from crag.runtime.factory import membership_source
 from crag.runtime.handle import EngineHandle, IndexInfo
@@ -23,6 +24,8 @@ def make_feedback(settings: BotSettings) -> Feedback:
             settings.postgres_url.get_secret_value(),
             settings.feedback_pending_path,
             pool_size=settings.postgres_pool_size,
+            # Entra: the identity's token is the password (in Azure, password logins are off).
+            password=TokenPassword(POSTGRES_SCOPE) if settings.postgres_auth == "entra" else None,
         )
     return FeedbackStore(settings.feedback_db)
 

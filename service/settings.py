@@ -31,6 +31,9 @@ class BotSettings(CragSettings):
     feedback_store: Literal["sqlite", "postgres"] = Field(default="sqlite", alias="CRAG_FEEDBACK_STORE")
     feedback_db: Path = Field(default=REPO_ROOT / "data" / "feedback.sqlite3", alias="CRAG_FEEDBACK_DB")
     postgres_url: SecretStr = Field(default=SecretStr(""), alias="CRAG_POSTGRES_URL")  # postgresql://…
+    # "entra": log in with the managed identity's token as the password (the DSN names the role, no
+    # password), as Azure's PostgreSQL with Entra-only authentication asks; "password": the DSN's own.
+    postgres_auth: Literal["password", "entra"] = Field(default="password", alias="CRAG_POSTGRES_AUTH")
     postgres_pool_size: int = Field(default=10, ge=1, le=200, alias="CRAG_POSTGRES_POOL_SIZE")
     # Postgres store: writes the server could not take wait in this local file until it is back.
     # Empty: feedback-postgres.pending.jsonl next to CRAG_FEEDBACK_DB.

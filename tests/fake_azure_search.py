@@ -61,6 +61,10 @@ class FakeAzureSearch(LoopbackServer):
         self._fail_status: int | None = None
         self._fail_times: int | None = None
         self._etag = 0
+        # Entra: a bearer token this accepts (None: none). local_auth False is disableLocalAuth: the
+        # service refuses api keys.
+        self.bearer_check: Callable[[str], bool] | None = None
+        self.local_auth = True
 
     # -- lifecycle ------------------------------------------------------------------------------
     client_max_size = 64 * 1024 * 1024
@@ -102,7 +106,7 @@ class FakeAzureSearch(LoopbackServer):
         )
         if self.delay_s:
             await asyncio.sleep(self.delay_s)
-        if request.headers.get("api-key") != self.api_key:
+        if not self._authorized(request):
             return _error(403, "Forbidden", "Access denied: a valid api-key header is required.")
         if "api-version" not in request.query:
             return _error(400, "MissingApiVersionParameter", "The api-version query parameter is required.")
@@ -139,6 +143,14 @@ class FakeAzureSearch(LoopbackServer):
         except ODataError as exc:
             return _error(400, "InvalidRequestParameter", str(exc))
         return _error(404, "NotFound", f"No route for {request.method} {path}")
+
+    def _authorized(self, request: web.Request) -> bool:
+        if "api-key" in request.headers:
+            return self.local_auth and request.headers["api-key"] == self.api_key
+        bearer = request.headers.get("Authorization", "")
+        if self.bearer_check is None or not bearer.startswith("Bearer "):
+            return False
+        return self.bearer_check(bearer.removeprefix("Bearer "))
 
     # -- indexes --------------------------------------------------------------------------------
     def _create_index(self, body: Any) -> web.Response:

@@ -42,8 +42,9 @@ CRAG: dict[str, set[str]] = {
     "engine": {"infra", "text", "core"},
     # The reading grader runs its model on the embedding engine (crag/retrieval/embed).
     "stages": {"retrieval", "services", "infra", "text", "core"},
-    "ingest": {"retrieval", "services", "access", "text", "config", "core"},
-    "retrieval": {"services", "text", "config", "core"},
+    # Entra sign-in to Search and Blob without keys is crag/infra/entra.py's.
+    "ingest": {"retrieval", "services", "access", "infra", "text", "config", "core"},
+    "retrieval": {"services", "infra", "text", "config", "core"},
     "services": {"infra", "text", "config", "core"},
     "access": {"core"},
     "infra": {"config", "core"},

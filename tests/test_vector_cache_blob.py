@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 from azure.storage.blob import BlobServiceClient
 
-from crag.config.settings import CragSettings
+from crag.config.settings import CragSettings, StorageAccount
 from crag.core.models import Chunk
 from crag.retrieval.embed import blob_mirror as blob_mirror_module
 from crag.retrieval.embed import store
@@ -43,6 +43,10 @@ def logs(caplog: pytest.LogCaptureFixture) -> pytest.LogCaptureFixture:
     """Every log record, the Azure SDK's debug lines included."""
     caplog.set_level(logging.DEBUG)
     return caplog
+
+
+def _mirror(connection_string: str, container: str) -> BlobMirror:
+    return BlobMirror(StorageAccount(connection_string), container)
 
 
 def _no_secret_in(logs: pytest.LogCaptureFixture, connection_string: str) -> None:
@@ -115,7 +119,7 @@ def test_a_second_machine_pulls_the_vectors_and_embeds_nothing(
 
     # Machine B: an empty cache folder, the same container (a new process: a mirror of its own).
     embedder_b = TopicEmbedder()
-    mirror_b = CountingMirror(azurite.connection_string, container)
+    mirror_b = CountingMirror(StorageAccount(azurite.connection_string), container)
     built_b = _build(chunks, embedder_b, tmp_path / "b", mirror_b)
     assert embedder_b.embedded == 0 and built_b.embedded == 0
     assert mirror_b.downloaded == len(local_a) // 2
@@ -143,7 +147,7 @@ def test_a_shard_compacted_away_is_not_pulled_again(
     azurite: AzuriteBlob, container: str, tmp_path: Path, logs: pytest.LogCaptureFixture
 ) -> None:
     rows = {}
-    cache_a = SharedCache(tmp_path / "a", MODEL, BlobMirror(azurite.connection_string, container))
+    cache_a = SharedCache(tmp_path / "a", MODEL, _mirror(azurite.connection_string, container))
     for i in range(30):  # 30 writes: A compacts past 24 shards, and keeps its merged shard local
         batch = _rows(2, start=2 * i)
         cache_a.add(batch)
@@ -153,7 +157,7 @@ def test_a_shard_compacted_away_is_not_pulled_again(
     assert [s for s in cache_a._shards() if "merged" in s]
 
     # B pulls the 30 shards, then compacts them into one: the cache reads one shard, not 30.
-    mirror_b = CountingMirror(azurite.connection_string, container)
+    mirror_b = CountingMirror(StorageAccount(azurite.connection_string), container)
     cache_b = SharedCache(tmp_path / "b", MODEL, mirror_b)
     got = cache_b.load(rows)
     assert mirror_b.downloaded == 30 and mirror_b.uploaded == 0  # nor the merged shard
@@ -162,14 +166,14 @@ def test_a_shard_compacted_away_is_not_pulled_again(
     assert len(merged) == 1 and merged[0].endswith("-merged.")
 
     # B restarts (a new process, a new mirror): the 30 compacted shards are not downloaded again.
-    restarted = CountingMirror(azurite.connection_string, container)
+    restarted = CountingMirror(StorageAccount(azurite.connection_string), container)
     cache_b = SharedCache(tmp_path / "b", MODEL, restarted)
     assert cache_b.load(rows).keys() == rows.keys()
     assert restarted.downloaded == 0 and restarted.uploaded == 0 and cache_b._shards() == merged
 
     # A writes one more shard: the next process on B pulls that one only.
     cache_a.add(_rows(1, start=100))
-    later = CountingMirror(azurite.connection_string, container)
+    later = CountingMirror(StorageAccount(azurite.connection_string), container)
     assert len(SharedCache(tmp_path / "b", MODEL, later).load(_rows(1, start=100))) == 1
     assert later.downloaded == 1
     _no_secret_in(logs, azurite.connection_string)
@@ -177,12 +181,12 @@ def test_a_shard_compacted_away_is_not_pulled_again(
 
 def test_another_models_shards_are_not_pulled(azurite: AzuriteBlob, container: str, tmp_path: Path) -> None:
     chunks = _chunks(10)
-    _build(chunks, TopicEmbedder(), tmp_path / "a", BlobMirror(azurite.connection_string, container))
+    _build(chunks, TopicEmbedder(), tmp_path / "a", _mirror(azurite.connection_string, container))
 
     class OtherModel(TopicEmbedder):
         name = f"{MODEL}-v2"  # its Blob folder's name starts with the first model's
 
-    mirror_b = CountingMirror(azurite.connection_string, container)
+    mirror_b = CountingMirror(StorageAccount(azurite.connection_string), container)
     other = OtherModel()
     _build(chunks, other, tmp_path / "b", mirror_b)
     assert mirror_b.downloaded == 0 and other.embedded > 0
@@ -203,14 +207,14 @@ def test_a_cache_made_before_the_mirror_goes_up_the_first_time(
     before = SharedCache(tmp_path / "a", MODEL)._shards()
     assert any("merged" in s for s in before)
 
-    _build(_chunks(31), TopicEmbedder(), tmp_path / "a", BlobMirror(azurite.connection_string, container))
+    _build(_chunks(31), TopicEmbedder(), tmp_path / "a", _mirror(azurite.connection_string, container))
     pushed = {
         n.split("/")[1].removesuffix(KEYS_FILE) for n in _blobs(azurite, container) if n.endswith(KEYS_FILE)
     }
     assert set(before) <= pushed
 
     embedder_b = TopicEmbedder()
-    _build(_chunks(31), embedder_b, tmp_path / "b", BlobMirror(azurite.connection_string, container))
+    _build(_chunks(31), embedder_b, tmp_path / "b", _mirror(azurite.connection_string, container))
     assert embedder_b.embedded == 0
 
 
@@ -219,7 +223,7 @@ def test_shards_written_while_blob_rests_go_up_later(
 ) -> None:
     """After a failure the mirror rests; the shards written meanwhile (and a merged shard holding
     rows that never went up) are pushed with the next shard once it is back."""
-    mirror = BlobMirror(azurite.connection_string, container)
+    mirror = _mirror(azurite.connection_string, container)
     cache = SharedCache(tmp_path / "a", MODEL, mirror)
     cache.add(_rows(1, start=0))
     mirror._resting_until = time.monotonic() + 3600
@@ -237,7 +241,7 @@ def test_shards_written_while_blob_rests_go_up_later(
     uploaded = _blobs(azurite, container)
     assert any("merged" in n for n in uploaded)  # it holds rows that are nowhere else
     every = {k: v for i in range(31) for k, v in _rows(1, start=i).items()}
-    got = SharedCache(tmp_path / "b", MODEL, BlobMirror(azurite.connection_string, container)).load(every)
+    got = SharedCache(tmp_path / "b", MODEL, _mirror(azurite.connection_string, container)).load(every)
     assert got.keys() == every.keys()
 
 
@@ -252,7 +256,7 @@ def test_an_unreachable_endpoint_costs_seconds_and_a_warning(
         f"DefaultEndpointsProtocol=http;AccountName={ACCOUNT};AccountKey={ACCOUNT_KEY};"
         f"BlobEndpoint=http://127.0.0.1:{port}/{ACCOUNT};"
     )
-    mirror = BlobMirror(connection, "vectors")
+    mirror = _mirror(connection, "vectors")
     embedder = TopicEmbedder()
     started = time.monotonic()
     built = _build(_chunks(20), embedder, tmp_path / "a", mirror)
@@ -286,7 +290,7 @@ def test_an_endpoint_that_never_answers_costs_its_read_timeouts(
         )
         embedder = TopicEmbedder()
         started = time.monotonic()
-        built = _build(_chunks(10), embedder, tmp_path / "a", BlobMirror(connection, "vectors"))
+        built = _build(_chunks(10), embedder, tmp_path / "a", _mirror(connection, "vectors"))
         elapsed = time.monotonic() - started
     assert elapsed < 10, elapsed  # three tries of 1 s and two waits of about 1 s
     assert embedder.embedded == built.total > 0
@@ -302,7 +306,10 @@ def test_a_malformed_connection_string_is_a_warning_without_it(logs: pytest.LogC
     )
     assert vector_cache_mirror(settings) is None
     warnings = [r.getMessage() for r in logs.records if r.levelno >= logging.WARNING]
-    assert len(warnings) == 1 and "AZURE_STORAGE_CONNECTION_STRING is not usable" in warnings[0]
+    assert (
+        len(warnings) == 1
+        and "AZURE_STORAGE_CONNECTION_STRING or AZURE_STORAGE_ACCOUNT_URL is not usable" in warnings[0]
+    )
     _no_secret_in(logs, secret)
     assert "not-a-real-key" not in logs.text
 

@@ -1,7 +1,8 @@
 """Settings of the Azure AI Search provider: where the index is, how to query it, which field holds what.
 
 The defaults describe the index that `crag.ingest.azure_index.ensure_index` creates, so pointing the
-provider at a fresh service needs only the endpoint, the index name and the admin or query key. An
+provider at a fresh service needs only the endpoint and the index name: without a key the bot signs in
+with its Entra identity (crag/infra/entra.py), as in Azure, where the service's keys are off. An
 existing index with other field names is mapped field by field; optional fields may be set to "" when
 the index does not have them (their Chunk attribute then stays at its default).
 """
@@ -30,7 +31,9 @@ class AzureSearchConfig(BaseModel):
 
     endpoint: str  # https://NAME.search.windows.net
     index_name: str = DEFAULT_INDEX_NAME
-    api_key: SecretStr
+    # "" (the default): Entra ID tokens, the service's role assignments decide. A key is for a local
+    # stand-in or a service outside Azure's identities.
+    api_key: SecretStr = SecretStr("")
     api_version: str | None = None  # None: the SDK's default API version
 
     mode: SearchMode = "keyword"
@@ -158,8 +161,10 @@ class AzureSearchSettings(EnvSettings):
 
     def config(self) -> AzureSearchConfig:
         """The validated provider config; ValueError names what is missing or wrong."""
-        if not self.endpoint or not self.api_key.get_secret_value():
-            raise ValueError("Azure AI Search needs AZURE_SEARCH_ENDPOINT and AZURE_SEARCH_API_KEY")
+        if not self.endpoint:
+            raise ValueError(
+                "Azure AI Search needs AZURE_SEARCH_ENDPOINT (and AZURE_SEARCH_API_KEY, or none: Entra ID)"
+            )
         return AzureSearchConfig(
             endpoint=self.endpoint,
             index_name=self.index or DEFAULT_INDEX_NAME,

@@ -9,6 +9,7 @@ import contextlib
 import hashlib
 import re
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
@@ -42,6 +43,19 @@ SECTIONS: dict[str, type[EnvSettings]] = {
     "sharepoint": SharePointSettings,
     "tracing": TracingSettings,
 }
+
+
+@dataclass(frozen=True)
+class StorageAccount:
+    """Where the Blob account is and how to sign in: a connection string, or the account URL with an
+    Entra token (crag/infra/entra.py)."""
+
+    connection_string: str = ""
+    account_url: str = ""
+
+    @property
+    def keyless(self) -> bool:
+        return not self.connection_string
 
 
 def default_index_dir(docs_dir: Path) -> Path:
@@ -126,6 +140,9 @@ class CragSettings(EnvSettings):
     azure_storage_connection_string: SecretStr = Field(
         default=SecretStr(""), alias="AZURE_STORAGE_CONNECTION_STRING"
     )
+    # The account's Blob endpoint (https://ACCOUNT.blob.core.windows.net), used with an Entra token
+    # when no connection string is set: in Azure the account's shared keys are off.
+    azure_storage_account_url: str = Field(default="", alias="AZURE_STORAGE_ACCOUNT_URL")
     # Japanese-English dictionary the local grader and composer translate question terms with
     # (`python -m crag.text.lexicon` makes it from JMdict; "" turns translation off).
     lexicon_path: str = Field(
@@ -158,6 +175,9 @@ class CragSettings(EnvSettings):
     # instance; empty: in this process's memory. A secret, since the URL may hold a password (and
     # checked where the cache is built, not here: pydantic's errors would print the value).
     cache_url: SecretStr = Field(default=SecretStr(""), alias="CRAG_CACHE_URL")
+    # "entra": CRAG_CACHE_URL names the identity's object id as its user, the password is an Entra
+    # token (Azure Managed Redis with access keys off, crag/infra/redis_connect.py); "url": its own.
+    redis_auth: Literal["url", "entra"] = Field(default="url", alias="CRAG_REDIS_AUTH")
     cache_prefix: str = Field(default="crag:answer:", min_length=1, alias="CRAG_CACHE_PREFIX")
     # Seconds one Redis call may take before the turn goes on without the cache.
     cache_timeout: float = Field(default=0.25, gt=0, le=5, alias="CRAG_CACHE_TIMEOUT")
@@ -284,13 +304,36 @@ class CragSettings(EnvSettings):
                 f"CRAG_VECTOR_CACHE_BLOB_CONTAINER={container!r} is not a Blob container name"
                 " (3-63 lowercase letters, digits and single hyphens inside)"
             )
-        if not self.azure_storage_connection_string.get_secret_value():
-            raise ValueError("CRAG_VECTOR_CACHE_BLOB_CONTAINER needs AZURE_STORAGE_CONNECTION_STRING")
+        if not self.storage_account():
+            raise ValueError(
+                "CRAG_VECTOR_CACHE_BLOB_CONTAINER needs AZURE_STORAGE_CONNECTION_STRING"
+                " or AZURE_STORAGE_ACCOUNT_URL"
+            )
         if not self.vector_cache_dir:
             raise ValueError(
                 "CRAG_VECTOR_CACHE_BLOB_CONTAINER needs the local cache (CRAG_VECTOR_CACHE is empty)"
             )
         return self
+
+    @field_validator("azure_storage_account_url")
+    @classmethod
+    def _account_url_is_url(cls, value: str) -> str:
+        value = value.strip().rstrip("/")
+        if value and not re.match(r"^https?://[^/\s]+", value):
+            raise ValueError(
+                "AZURE_STORAGE_ACCOUNT_URL must be the account's Blob endpoint, such as"
+                " https://ACCOUNT.blob.core.windows.net"
+            )
+        return value
+
+    def storage_account(self) -> StorageAccount | None:
+        """The Blob account: the connection string (keys) when set, else the endpoint (Entra)."""
+        connection = self.azure_storage_connection_string.get_secret_value()
+        if connection:
+            return StorageAccount(connection_string=connection)
+        if self.azure_storage_account_url:
+            return StorageAccount(account_url=self.azure_storage_account_url)
+        return None
 
     @model_validator(mode="after")
     def _thresholds_ordered(self) -> CragSettings:

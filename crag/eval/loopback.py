@@ -39,10 +39,10 @@ class LoopbackServer:
     def routes(self, app: web.Application) -> None:
         raise NotImplementedError
 
-    async def start(self) -> str:
+    async def start(self, ssl_context: ssl.SSLContext | None = None) -> str:
         app = web.Application(client_max_size=self.client_max_size)
         self.routes(app)
-        self._runner, self.url = await serve_on_loopback(app)
+        self._runner, self.url = await serve_on_loopback(app, ssl_context)
         return self.url
 
     async def stop(self) -> None:

@@ -27,6 +27,7 @@ from redis.exceptions import RedisError
 from crag.core.models import CragResult, Turn
 from crag.infra.breaker import CircuitBreaker
 from crag.infra.cache import CacheStats, cache_key, cacheable, served_copy
+from crag.infra.redis_connect import RedisAuth, close_client, redis_client
 
 log = logging.getLogger(__name__)
 
@@ -63,15 +64,13 @@ class RedisAnswerCache:
         version: Callable[[], str],
         prefix: str = DEFAULT_PREFIX,
         timeout_s: float = 0.25,
+        auth: RedisAuth = "url",
     ) -> RedisAnswerCache:
         """A client that connects on first use (building it contacts nothing). No retries: redis-py
         retries three times with backoff by default, seconds a turn must not wait for a cache."""
-        url = url.strip()
-        if not url.startswith(("redis://", "rediss://", "unix://")):
-            # Without the value: it may hold a password.
-            raise ValueError("CRAG_CACHE_URL must be a redis://, rediss:// or unix:// URL")
-        client = aioredis.Redis.from_url(
+        client = redis_client(
             url,
+            auth,
             socket_timeout=timeout_s,
             socket_connect_timeout=timeout_s,
             retry=Retry(NoBackoff(), 0),
@@ -116,7 +115,7 @@ class RedisAnswerCache:
 
     async def close(self) -> None:
         with contextlib.suppress(*_UNAVAILABLE):
-            await self._client.aclose()
+            await close_client(self._client)
 
     @property
     def entries(self) -> None:

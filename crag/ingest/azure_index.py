@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from azure.core.credentials import AzureKeyCredential
+from azure.core.credentials_async import AsyncTokenCredential
 from azure.search.documents.aio import SearchClient
 from azure.search.documents.indexes.aio import SearchIndexClient
 from azure.search.documents.indexes.models import (
@@ -42,7 +43,9 @@ from azure.search.documents.indexes.models import (
 from crag.config.azure_search import AzureSearchConfig
 from crag.core.models import Chunk
 from crag.core.protocols import Embedder
+from crag.infra.entra import async_credential
 from crag.retrieval.search.azure import (
+    SEARCH_AUDIENCE,
     SearchUnavailable,
     client_options,
     guarded,
@@ -147,10 +150,26 @@ def _field(name: str, type_: str, **flags: Any) -> SearchField:
     return SearchField(name=name, type=type_, **attributes)
 
 
-def make_index_client(config: AzureSearchConfig) -> SearchIndexClient:
-    return SearchIndexClient(
-        config.endpoint, AzureKeyCredential(config.api_key.get_secret_value()), **client_options(config)
-    )
+class _KeylessIndexClient(SearchIndexClient):
+    """A SearchIndexClient signing in with its own Entra credential, which it closes with itself."""
+
+    def __init__(self, endpoint: str, credential: AsyncTokenCredential, **options: Any) -> None:
+        super().__init__(endpoint, credential, audience=SEARCH_AUDIENCE, **options)
+        self._own_credential = credential
+
+    async def close(self) -> None:
+        await super().close()
+        await self._own_credential.close()
+
+
+def make_index_client(config: AzureSearchConfig, **transport: Any) -> SearchIndexClient:
+    """With the key when one is set, else an Entra token (in Azure, the indexing job's identity,
+    which alone holds the index-writer roles)."""
+    key = config.api_key.get_secret_value()
+    if key:
+        credential = AzureKeyCredential(key)
+        return SearchIndexClient(config.endpoint, credential, **client_options(config), **transport)
+    return _KeylessIndexClient(config.endpoint, async_credential(), **client_options(config), **transport)
 
 
 async def ensure_index(config: AzureSearchConfig, client: SearchIndexClient | None = None) -> SearchIndex:

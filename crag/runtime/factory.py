@@ -254,7 +254,12 @@ def _cache(
     url = settings.cache_url.get_secret_value()
     if url:
         return RedisAnswerCache.from_url(
-            url, settings.cache_ttl, version, settings.cache_prefix, settings.cache_timeout
+            url,
+            settings.cache_ttl,
+            version,
+            settings.cache_prefix,
+            settings.cache_timeout,
+            auth=settings.redis_auth,
         )
     if settings.cache_size <= 0:
         return None

@@ -56,10 +56,8 @@ resource containerEnv 'Microsoft.App/managedEnvironments@2024-03-01' = {
 // Each setting that holds a key, a password or a connection string, and the vault secret it comes from.
 var secretSettings = filter(
   [
-    { env: 'AZURE_STORAGE_CONNECTION_STRING', secret: secretNames.storage }
     { env: 'CRAG_CACHE_URL', secret: secretNames.redis }
     { env: 'CRAG_POSTGRES_URL', secret: secretNames.postgres }
-    { env: 'AZURE_SEARCH_API_KEY', secret: secretNames.search }
     { env: 'APPLICATIONINSIGHTS_CONNECTION_STRING', secret: secretNames.appInsights }
     { env: 'CRAG_LINK_SECRET', secret: secretNames.link }
     { env: 'SERPAPI_API_KEY', secret: secretNames.serpApi }

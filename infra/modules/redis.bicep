@@ -7,6 +7,8 @@ param name string
 param location string
 param tags object
 param keyVaultName string
+@description('The bot identity: its object id is its Redis user, an Entra token its password.')
+param botPrincipalId string
 
 resource cluster 'Microsoft.Cache/redisEnterprise@2025-07-01' = {
   name: name
@@ -32,7 +34,20 @@ resource database 'Microsoft.Cache/redisEnterprise/databases@2025-07-01' = {
     clusteringPolicy: 'EnterpriseCluster'
     // docs/operations.md: answers carry a TTL, so evict the least recently used of those first.
     evictionPolicy: 'VolatileLRU'
-    accessKeysAuthentication: 'Enabled'
+    // Keyless: Entra authentication only (CRAG_REDIS_AUTH=entra).
+    accessKeysAuthentication: 'Disabled'
+  }
+}
+
+// The bot's identity as a user of the database's default access policy (data commands only).
+resource botAccess 'Microsoft.Cache/redisEnterprise/databases/accessPolicyAssignments@2025-07-01' = {
+  parent: database
+  name: 'bot'
+  properties: {
+    accessPolicyName: 'default'
+    user: {
+      objectId: botPrincipalId
+    }
   }
 }
 
@@ -45,8 +60,12 @@ resource vault 'Microsoft.KeyVault/vaults@2023-07-01' existing = {
 resource url 'Microsoft.KeyVault/vaults/secrets@2023-07-01' = {
   parent: vault
   name: 'redis-url'
+  dependsOn: [
+    botAccess
+  ]
   properties: {
-    value: 'rediss://:${uriComponent(database.listKeys().primaryKey)}@${cluster.properties.hostName}:${database.properties.port}/0'
+    // No password in it: the user is the identity, the password a token (crag/infra/redis_connect.py).
+    value: 'rediss://${botPrincipalId}@${cluster.properties.hostName}:${database.properties.port}/0'
   }
 }
 

@@ -8,9 +8,8 @@ param location string
 param tags object
 @allowed(['basic', 'standard'])
 param sku string
-@secure()
-param existingQueryKey string
-param keyVaultName string
+@description('The bot identity: it only queries the index.')
+param botPrincipalId string
 
 resource service 'Microsoft.Search/searchServices@2023-11-01' = if (create) {
   name: name
@@ -24,24 +23,25 @@ resource service 'Microsoft.Search/searchServices@2023-11-01' = if (create) {
     partitionCount: 1
     hostingMode: 'default'
     publicNetworkAccess: 'enabled'
+    // Keyless: Entra tokens only, no admin or query keys.
+    disableLocalAuth: true
     // The semantic ranker's free plan, so AZURE_SEARCH_SEMANTIC=true can be tried at no cost.
     semanticSearch: 'free'
   }
 }
 
-resource vault 'Microsoft.KeyVault/vaults@2023-07-01' existing = {
-  name: keyVaultName
-}
+// Search Index Data Reader: query the index, nothing else (no writes, no index definitions).
+var indexDataReader = '1407120a-92aa-4202-b7e9-c0e197c71c8f'
 
-resource queryKey 'Microsoft.KeyVault/vaults/secrets@2023-07-01' = {
-  parent: vault
-  name: 'search-query-key'
+resource botQuery 'Microsoft.Authorization/roleAssignments@2022-04-01' = if (create) {
+  scope: service
+  name: guid(name, botPrincipalId, indexDataReader)
   properties: {
-    // A new service comes with one query key.
-    value: create ? service!.listQueryKeys().value[0].key : existingQueryKey
+    roleDefinitionId: subscriptionResourceId('Microsoft.Authorization/roleDefinitions', indexDataReader)
+    principalId: botPrincipalId
+    principalType: 'ServicePrincipal'
   }
 }
 
 output name string = create ? service!.name : ''
 output endpoint string = create ? 'https://${service!.name}.search.windows.net' : ''
-output queryKeySecretName string = queryKey.name

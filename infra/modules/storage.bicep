@@ -5,7 +5,8 @@ param name string
 param location string
 param tags object
 param containerName string
-param keyVaultName string
+@description('The bot identity: Blob data access for its conversation state and the vector cache.')
+param botPrincipalId string
 
 resource account 'Microsoft.Storage/storageAccounts@2023-05-01' = {
   name: name
@@ -19,7 +20,9 @@ resource account 'Microsoft.Storage/storageAccounts@2023-05-01' = {
     minimumTlsVersion: 'TLS1_2'
     supportsHttpsTrafficOnly: true
     allowBlobPublicAccess: false
-    allowSharedKeyAccess: true
+    // Keyless: the account's shared keys are off; the bot signs in with its managed identity.
+    allowSharedKeyAccess: false
+    defaultToOAuthAuthentication: true
   }
 }
 
@@ -67,18 +70,20 @@ resource lifecycle 'Microsoft.Storage/storageAccounts/managementPolicies@2023-05
   }
 }
 
-resource vault 'Microsoft.KeyVault/vaults@2023-07-01' existing = {
-  name: keyVaultName
-}
+// Storage Blob Data Contributor: read and write blobs (conversation state, the vector cache), nothing
+// of the account's settings or keys.
+var blobDataContributor = 'ba92f5b4-2d11-453d-a403-e96b0029c9fe'
 
-resource connectionString 'Microsoft.KeyVault/vaults/secrets@2023-07-01' = {
-  parent: vault
-  name: 'storage-connection-string'
+resource botBlobData 'Microsoft.Authorization/roleAssignments@2022-04-01' = {
+  scope: account
+  name: guid(account.id, botPrincipalId, blobDataContributor)
   properties: {
-    value: 'DefaultEndpointsProtocol=https;AccountName=${account.name};AccountKey=${account.listKeys().keys[0].value};EndpointSuffix=${environment().suffixes.storage}'
+    roleDefinitionId: subscriptionResourceId('Microsoft.Authorization/roleDefinitions', blobDataContributor)
+    principalId: botPrincipalId
+    principalType: 'ServicePrincipal'
   }
 }
 
 output name string = account.name
 output containerName string = container.name
-output connectionStringSecretName string = connectionString.name
+output blobEndpoint string = account.properties.primaryEndpoints.blob

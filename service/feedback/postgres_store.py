@@ -30,6 +30,7 @@ from urllib.parse import unquote, urlsplit
 
 import asyncpg
 
+from crag.infra.entra import TokenPassword
 from service.feedback.pending import PendingFile, entry
 from service.feedback.postgres_schema import migrate, schema_version
 from service.feedback.protocol import (
@@ -116,9 +117,15 @@ class PostgresFeedbackStore(RecordsWrites):
         command_timeout: float = 10.0,
         replay_interval: float = 10.0,
         hold_unknown: float = 3600.0,
+        password: TokenPassword | None = None,
     ) -> None:
+        """password: called for each new connection (an Entra token, crag/infra/entra.py), instead of
+        a password in the DSN."""
         check_dsn(dsn)
+        if password is not None and urlsplit(dsn).password:
+            raise ValueError("CRAG_POSTGRES_AUTH=entra: the DSN must not hold a password (the token is one)")
         self._dsn = dsn
+        self._password = password
         self.where = describe_dsn(dsn)
         self.pending_path = pending_path
         self.quarantined: list[str] = []
@@ -147,6 +154,7 @@ class PostgresFeedbackStore(RecordsWrites):
     async def open(self) -> None:
         self._pool = await asyncpg.create_pool(
             self._dsn,
+            **({"password": self._password} if self._password is not None else {}),
             min_size=0,
             max_size=self._pool_size,
             timeout=self._connect_timeout,
@@ -178,6 +186,8 @@ class PostgresFeedbackStore(RecordsWrites):
             with contextlib.suppress(asyncio.CancelledError):
                 await replayer
         pool, self._pool = self._pool, None
+        if self._password is not None:
+            await self._password.close()  # its next call makes a new credential, should the store reopen
         if pool is None:
             return
         try:

@@ -25,8 +25,12 @@ ACCOUNT_KEY = "Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1
 
 
 class AzuriteBlob:
-    def __init__(self) -> None:
+    def __init__(self, tls: tuple[Path, Path] | None = None) -> None:
+        """tls: a certificate and key (PEM): served over https with Azurite's OAuth check on, as
+        Azure's keyless accounts are (it reads a bearer token's issuer, audience and lifetime, not
+        its signature; it refuses bearer tokens over http)."""
         self.port = free_port()
+        self.tls = tls
         self._proc: subprocess.Popen[bytes] | None = None
         self._dir: tempfile.TemporaryDirectory[str] | None = None
 
@@ -36,6 +40,11 @@ class AzuriteBlob:
             f"DefaultEndpointsProtocol=http;AccountName={ACCOUNT};AccountKey={ACCOUNT_KEY};"
             f"BlobEndpoint=http://127.0.0.1:{self.port}/{ACCOUNT};"
         )
+
+    @property
+    def account_url(self) -> str:
+        scheme = "https" if self.tls else "http"
+        return f"{scheme}://127.0.0.1:{self.port}/{ACCOUNT}"
 
     def start(self) -> None:
         if not BIN.exists():
@@ -53,6 +62,11 @@ class AzuriteBlob:
                 # x-ms-encryption-algorithm: AES256 on every upload, with no customer key. Azure ignores
                 # it; Azurite's strict mode refuses it (Azure/Azurite#676): --loose is its remedy.
                 "--loose",
+                *(
+                    ("--cert", str(self.tls[0]), "--key", str(self.tls[1]), "--oauth", "basic")
+                    if self.tls
+                    else ()
+                ),
             ],
             cwd=self._dir.name,
             stdout=subprocess.DEVNULL,

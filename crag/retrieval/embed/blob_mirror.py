@@ -32,8 +32,10 @@ import uuid
 from collections.abc import Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import BinaryIO
+from typing import Any, BinaryIO
 
+from crag.config.settings import StorageAccount
+from crag.infra.entra import sync_credential
 from crag.retrieval.embed.store import KEYS_FILE, VECTORS_FILE
 
 log = logging.getLogger(__name__)
@@ -52,17 +54,22 @@ class BlobMirror:
     """A SharedCache mirror (store.ShardMirror) in one Blob container; thread-safe, one per process
     and container (`blob_mirror`)."""
 
-    def __init__(self, connection_string: str, container: str) -> None:
+    def __init__(self, account: StorageAccount, container: str, **transport: Any) -> None:
+        """transport: azure-core options such as connection_verify (a CA bundle)."""
         from azure.storage.blob import BlobServiceClient, LinearRetry
 
         # The SDK's default waits 15 s, then 18 s, then 24 s: a minute per call to a dead endpoint.
         retry = LinearRetry(backoff=1.0, retry_total=RETRIES, random_jitter_range=0.5)
-        self._service = BlobServiceClient.from_connection_string(
-            connection_string,
-            connection_timeout=CONNECT_TIMEOUT,
-            read_timeout=READ_TIMEOUT,
-            retry_policy=retry,
-        )
+        options: dict[str, Any] = {
+            "connection_timeout": CONNECT_TIMEOUT,
+            "read_timeout": READ_TIMEOUT,
+            "retry_policy": retry,
+            **transport,
+        }
+        if account.keyless:  # the account's shared keys are off in Azure: an Entra token
+            self._service = BlobServiceClient(account.account_url, credential=sync_credential(), **options)
+        else:
+            self._service = BlobServiceClient.from_connection_string(account.connection_string, **options)
         self._container = self._service.get_container_client(container)
         self.container = container
         # The record's name: this container of this account (its host and name: never a key or a SAS).
@@ -258,15 +265,16 @@ _mirrors: dict[tuple[str, str], BlobMirror] = {}
 _mirrors_lock = threading.Lock()
 
 
-def blob_mirror(connection_string: str, container: str) -> BlobMirror | None:
+def blob_mirror(account: StorageAccount, container: str) -> BlobMirror | None:
     """The process's mirror of that container (one per container: it remembers what it pulled), or
     None with a warning when it cannot be made (a malformed connection string)."""
-    key = (hashlib.sha256(connection_string.encode()).hexdigest(), container)
+    where = account.connection_string or account.account_url
+    key = (hashlib.sha256(where.encode()).hexdigest(), container)
     with _mirrors_lock:
         mirror = _mirrors.get(key)
         if mirror is None:
             try:
-                mirror = BlobMirror(connection_string, container)
+                mirror = BlobMirror(account, container)
             except ImportError as exc:
                 log.warning(
                     "vector cache: no Blob copy in container %s: azure-storage-blob does not import (%s)",
@@ -276,8 +284,8 @@ def blob_mirror(connection_string: str, container: str) -> BlobMirror | None:
                 return None
             except Exception as exc:
                 log.warning(
-                    "vector cache: no Blob copy in container %s: AZURE_STORAGE_CONNECTION_STRING is not"
-                    " usable (%s)",
+                    "vector cache: no Blob copy in container %s: AZURE_STORAGE_CONNECTION_STRING or"
+                    " AZURE_STORAGE_ACCOUNT_URL is not usable (%s)",
                     container,
                     _kind(exc),
                 )

@@ -16,6 +16,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
 from azure.core.credentials import AzureKeyCredential
+from azure.core.credentials_async import AsyncTokenCredential
 from azure.core.exceptions import (
     AzureError,
     DeserializationError,
@@ -33,6 +34,7 @@ from crag.config.settings import CragSettings
 from crag.core.access import Reader, may_read, normalize
 from crag.core.models import Chunk, GradedChunk
 from crag.core.protocols import Embedder, SearchBuild
+from crag.infra.entra import async_credential
 from crag.retrieval.embed.llm import LlmEmbedder
 from crag.retrieval.search.local_index import LocalIndex
 from crag.services.llm.client import LlmClient
@@ -43,6 +45,9 @@ log = logging.getLogger(__name__)
 logging.getLogger("azure.core.pipeline.policies.http_logging_policy").setLevel(logging.WARNING)
 
 T = TypeVar("T")
+
+# The token audience of Azure AI Search in Azure's public cloud (the SDK asks for AUDIENCE/.default).
+SEARCH_AUDIENCE = "https://search.azure.com"
 
 # The semantic ranker reads at most this many candidates from the first retrieval stage.
 SEMANTIC_MAX_CANDIDATES = 50
@@ -79,15 +84,28 @@ def client_options(config: AzureSearchConfig) -> dict[str, Any]:
     return options
 
 
-def make_search_client(config: AzureSearchConfig) -> SearchClient:
-    # A key credential, not a token credential: azure-core refuses bearer tokens over plain http, and
-    # the key works the same against the service and against a local stand-in.
-    return SearchClient(
-        config.endpoint,
-        config.index_name,
-        AzureKeyCredential(config.api_key.get_secret_value()),
-        **client_options(config),
-    )
+class _KeylessSearchClient(SearchClient):
+    """A SearchClient signing in with its own Entra credential, which it closes with itself."""
+
+    def __init__(self, config: AzureSearchConfig, credential: AsyncTokenCredential, **options: Any) -> None:
+        super().__init__(config.endpoint, config.index_name, credential, audience=SEARCH_AUDIENCE, **options)
+        self._own_credential = credential
+
+    async def close(self) -> None:
+        await super().close()
+        await self._own_credential.close()
+
+
+def make_search_client(config: AzureSearchConfig, **transport: Any) -> SearchClient:
+    """The SDK client: with the key when one is set, else with an Entra token (the managed identity in
+    Azure). azure-core sends bearer tokens over https only. transport: azure-core options such as
+    connection_verify (a CA bundle)."""
+    key = config.api_key.get_secret_value()
+    if key:
+        return SearchClient(
+            config.endpoint, config.index_name, AzureKeyCredential(key), **client_options(config), **transport
+        )
+    return _KeylessSearchClient(config, async_credential(), **client_options(config), **transport)
 
 
 def unavailable(exc: BaseException, config: AzureSearchConfig, action: str = "search") -> SearchUnavailable:

@@ -56,7 +56,8 @@ def vector_cache_mirror(settings: CragSettings) -> ShardMirror | None:
         return None
     from crag.retrieval.embed.blob_mirror import blob_mirror
 
-    return blob_mirror(settings.azure_storage_connection_string.get_secret_value(), container)
+    account = settings.storage_account()  # the settings refuse a container without an account
+    return blob_mirror(account, container) if account is not None else None
 
 
 def attach_embeddings(settings: CragSettings, index: LocalIndex, llm: LlmClient | None) -> EmbeddingChoice:
