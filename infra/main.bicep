@@ -16,7 +16,7 @@ param environmentName string
 @description('Region of every resource except the Azure Bot (global) and, optionally, Azure OpenAI.')
 param location string
 
-@description('Object id of whoever runs the deployment: may read the generated secrets back (azd needs that to keep the PostgreSQL password and link secret stable) and call Azure OpenAI to fill the index. Empty: no such grants.')
+@description('Object id of whoever runs the deployment: may read the generated secrets back (azd needs that to keep the link secret stable). Empty: no such grant.')
 param principalId string = ''
 
 @allowed(['User', 'ServicePrincipal'])
@@ -72,8 +72,6 @@ param embeddingDeploymentCapacity int = 30
 @description('Endpoint of an existing Azure AI Search service (https://NAME.search.windows.net). Empty: a service is created here.')
 param existingSearchEndpoint string = ''
 
-@secure()
-
 @allowed(['basic', 'standard'])
 param searchSku string = 'basic'
 
@@ -84,11 +82,8 @@ param searchIndexName string = 'crag-chunks'
 @description('AZURE_SEARCH_MODE; vector and hybrid use the embedding deployment, at query and at ingest time alike.')
 param searchMode string = 'hybrid'
 
-param postgresAdminLogin string = 'cragadmin'
-
-@secure()
-@description('PostgreSQL administrator password; main.parameters.json reads it back from the vault or makes a random one.')
-param postgresAdminPassword string
+@description('The bot\'s own PostgreSQL role (the migration job makes it for the bot identity; data rights on the feedback tables only).')
+param postgresBotRole string = 'crag_bot'
 
 @secure()
 @description('CRAG_LINK_SECRET: signs document links. Without an app password (a managed identity has none) the bot would otherwise make a random one per process, and links would break across replicas and restarts.')
@@ -97,6 +92,9 @@ param linkSecret string
 @secure()
 @description('SERPAPI_API_KEY (optional): turns the web branch on.')
 param serpApiKey string = ''
+
+@description('AZURE_USE_PRIVATE_ENDPOINT: Search, Storage, Redis, Azure OpenAI and Key Vault only through private endpoints in the network, their public access off (PostgreSQL is private in both modes).')
+param usePrivateEndpoint bool = false
 
 var resourceToken = toLower(uniqueString(subscription().id, environmentName, location))
 var tags = { 'azd-env-name': environmentName }
@@ -114,6 +112,27 @@ module identity 'modules/identity.bicep' = {
   scope: rg
   params: {
     name: 'id-bot-${resourceToken}'
+    location: location
+    tags: tags
+  }
+}
+
+// The migration job's identity: the PostgreSQL server's Entra administrator, nothing else.
+module migrateIdentity 'modules/identity.bicep' = {
+  name: 'identity-migrate'
+  scope: rg
+  params: {
+    name: 'id-migrate-${resourceToken}'
+    location: location
+    tags: tags
+  }
+}
+
+module network 'modules/network.bicep' = {
+  name: 'network'
+  scope: rg
+  params: {
+    name: 'vnet-${resourceToken}'
     location: location
     tags: tags
   }
@@ -154,6 +173,7 @@ module registry 'modules/registry.bicep' = {
     location: location
     tags: tags
     pullPrincipalId: identity.outputs.principalId
+    jobPullPrincipalIds: [migrateIdentity.outputs.principalId]
   }
 }
 
@@ -188,10 +208,25 @@ module postgres 'modules/postgres.bicep' = {
     name: 'psql-${resourceToken}'
     location: location
     tags: tags
-    adminLogin: postgresAdminLogin
-    adminPassword: postgresAdminPassword
     databaseName: 'crag'
-    keyVaultName: keyVault.outputs.name
+    adminPrincipalId: migrateIdentity.outputs.principalId
+    adminPrincipalName: migrateIdentity.outputs.name
+    botRoleName: postgresBotRole
+  }
+}
+
+module postgresEndpoint 'modules/private-endpoint.bicep' = {
+  name: 'pe-postgres'
+  scope: rg
+  params: {
+    name: 'pe-psql-${resourceToken}'
+    location: location
+    tags: tags
+    vnetId: network.outputs.id
+    subnetId: network.outputs.endpointsSubnetId
+    targetId: postgres.outputs.id
+    groupId: 'postgresqlServer'
+    dnsZoneName: 'privatelink.postgres.database.azure.com'
   }
 }
 
@@ -262,10 +297,11 @@ module app 'modules/containerapp.bicep' = {
     minReplicas: minReplicas
     maxReplicas: maxReplicas
     keyVaultUri: keyVault.outputs.uri
+    infrastructureSubnetId: network.outputs.appsSubnetId
+    trustedProxies: network.outputs.appsPrefix
     // Each secret's module wrote it to the vault; naming it here also orders the app after it.
     secretNames: {
       redis: redis.outputs.urlSecretName
-      postgres: postgres.outputs.urlSecretName
       appInsights: keyVault.outputs.appInsightsSecretName
       link: keyVault.outputs.linkSecretName
       serpApi: keyVault.outputs.serpApiSecretName
@@ -290,8 +326,50 @@ module app 'modules/containerapp.bicep' = {
       // Keyless: Blob, Redis and Search (no key setting) with the identity's Entra tokens.
       AZURE_STORAGE_ACCOUNT_URL: storage.outputs.blobEndpoint
       CRAG_REDIS_AUTH: 'entra'
+      // The bot's own role, no password; the schema is the migration job's (its role may not change it).
+      CRAG_POSTGRES_URL: postgres.outputs.botUrl
+      CRAG_POSTGRES_AUTH: 'entra'
+      CRAG_POSTGRES_MIGRATE: 'false'
     }
   }
+}
+
+// Brings the feedback schema up to date and makes the bot's role for the bot identity's object id.
+// It is the PostgreSQL server's Entra administrator; started by azd's hooks (deploy/azd/start-jobs.sh)
+// after each deploy, before the new bot writes.
+module migrateJob 'modules/job.bicep' = {
+  name: 'job-migrate'
+  scope: rg
+  params: {
+    name: 'job-migrate-${resourceToken}'
+    location: location
+    tags: tags
+    environmentId: app.outputs.environmentId
+    identityName: migrateIdentity.outputs.name
+    registryServer: registry.outputs.loginServer
+    image: botImage.outputs.image
+    command: [
+      'crag-feedback'
+      '--store'
+      'postgres'
+      'migrate'
+      '--grant'
+      postgresBotRole
+      '--object-id'
+      identity.outputs.principalId
+    ]
+    cpu: '0.5'
+    memory: '1Gi'
+    timeoutSeconds: 600
+    settings: {
+      CRAG_POSTGRES_URL: postgres.outputs.migrationUrl
+      CRAG_POSTGRES_AUTH: 'entra'
+    }
+  }
+  // The endpoint's DNS record must exist before the job resolves the server's name.
+  dependsOn: [
+    postgresEndpoint
+  ]
 }
 
 module bot 'modules/bot.bicep' = {
@@ -330,5 +408,6 @@ output AZURE_SEARCH_SERVICE_NAME string = createSearch ? search.outputs.name : '
 output AZURE_SEARCH_INDEX string = searchIndexName
 output AZURE_SEARCH_MODE string = searchMode
 output POSTGRES_SERVER_NAME string = postgres.outputs.name
+output AZURE_MIGRATE_JOB_NAME string = migrateJob.outputs.name
 output REDIS_NAME string = redis.outputs.name
 output APPLICATIONINSIGHTS_NAME string = monitoring.outputs.appInsightsName

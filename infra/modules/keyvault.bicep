@@ -1,5 +1,6 @@
-// The vault every key and connection string of the bot is kept in: the Container App reads them as
-// Key Vault references with the bot's identity, so no secret is written into the app's definition.
+// The vault for what has no Entra path (the SerpAPI key, the link secret, Application Insights'
+// connection string): the Container App reads them as Key Vault references with the bot's identity,
+// so no secret is written into the app's definition.
 // RBAC, not access policies: the same role assignments as every other resource here.
 param name string
 param location string
@@ -46,8 +47,8 @@ resource botReadsSecrets 'Microsoft.Authorization/roleAssignments@2022-04-01' = 
   }
 }
 
-// azd reads the PostgreSQL password and the link secret back from here on the next provision
-// (main.parameters.json); without this they would be new random values each time.
+// azd reads the link secret back from here on the next provision (main.parameters.json); without
+// this it would be a new random value each time, and links already sent would stop opening.
 resource deployerManagesSecrets 'Microsoft.Authorization/roleAssignments@2022-04-01' = if (!empty(deployerPrincipalId)) {
   name: guid(vault.id, deployerPrincipalId, secretsOfficerRoleId)
   scope: vault
