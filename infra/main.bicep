@@ -156,6 +156,7 @@ module keyVault 'modules/keyvault.bicep' = {
     name: 'kv-${resourceToken}'
     location: location
     tags: tags
+    privateOnly: usePrivateEndpoint
     botPrincipalId: identity.outputs.principalId
     deployerPrincipalId: principalId
     deployerPrincipalType: principalType
@@ -184,6 +185,7 @@ module storage 'modules/storage.bicep' = {
     name: 'st${resourceToken}'
     location: location
     tags: tags
+    privateOnly: usePrivateEndpoint
     containerName: 'bot-state'
     botPrincipalId: identity.outputs.principalId
   }
@@ -196,6 +198,7 @@ module redis 'modules/redis.bicep' = {
     name: 'redis-${resourceToken}'
     location: location
     tags: tags
+    privateOnly: usePrivateEndpoint
     keyVaultName: keyVault.outputs.name
     botPrincipalId: identity.outputs.principalId
   }
@@ -237,6 +240,7 @@ module openAi 'modules/openai.bicep' = if (createOpenAi) {
     name: 'oai-${resourceToken}'
     location: empty(openAiLocation) ? location : openAiLocation
     tags: tags
+    privateOnly: usePrivateEndpoint
     chatModelName: chatModelName
     chatModelVersion: chatModelVersion
     chatDeploymentSku: chatDeploymentSku
@@ -259,8 +263,87 @@ module search 'modules/search.bicep' = {
     name: 'srch-${resourceToken}'
     location: location
     tags: tags
+    privateOnly: usePrivateEndpoint
     sku: searchSku
     botPrincipalId: identity.outputs.principalId
+  }
+}
+
+// usePrivateEndpoint: each data service the bot calls is reached only through its endpoint in the
+// network (their public access is off in their modules). An existing Azure OpenAI or AI Search
+// (EXISTING_*) is yours to make private.
+module searchEndpoint 'modules/private-endpoint.bicep' = if (usePrivateEndpoint && createSearch) {
+  name: 'pe-search'
+  scope: rg
+  params: {
+    name: 'pe-search-${resourceToken}'
+    location: location
+    tags: tags
+    vnetId: network.outputs.id
+    subnetId: network.outputs.endpointsSubnetId
+    targetId: search.outputs.id
+    groupId: 'searchService'
+    dnsZoneName: 'privatelink.search.windows.net'
+  }
+}
+
+module blobEndpoint 'modules/private-endpoint.bicep' = if (usePrivateEndpoint) {
+  name: 'pe-blob'
+  scope: rg
+  params: {
+    name: 'pe-blob-${resourceToken}'
+    location: location
+    tags: tags
+    vnetId: network.outputs.id
+    subnetId: network.outputs.endpointsSubnetId
+    targetId: storage.outputs.id
+    groupId: 'blob'
+    dnsZoneName: 'privatelink.blob.${environment().suffixes.storage}'
+  }
+}
+
+module redisEndpoint 'modules/private-endpoint.bicep' = if (usePrivateEndpoint) {
+  name: 'pe-redis'
+  scope: rg
+  params: {
+    name: 'pe-redis-${resourceToken}'
+    location: location
+    tags: tags
+    vnetId: network.outputs.id
+    subnetId: network.outputs.endpointsSubnetId
+    targetId: redis.outputs.id
+    groupId: 'redisEnterprise'
+    dnsZoneName: 'privatelink.redis.azure.net'
+  }
+}
+
+module openAiEndpointPrivate 'modules/private-endpoint.bicep' = if (usePrivateEndpoint && createOpenAi) {
+  name: 'pe-openai'
+  scope: rg
+  params: {
+    name: 'pe-openai-${resourceToken}'
+    location: location
+    tags: tags
+    vnetId: network.outputs.id
+    subnetId: network.outputs.endpointsSubnetId
+    targetId: openAi!.outputs.id
+    groupId: 'account'
+    dnsZoneName: 'privatelink.openai.azure.com'
+  }
+}
+
+module keyVaultEndpoint 'modules/private-endpoint.bicep' = if (usePrivateEndpoint) {
+  name: 'pe-vault'
+  scope: rg
+  params: {
+    name: 'pe-vault-${resourceToken}'
+    location: location
+    tags: tags
+    vnetId: network.outputs.id
+    subnetId: network.outputs.endpointsSubnetId
+    targetId: keyVault.outputs.id
+    groupId: 'vault'
+    dnsZoneName: 'privatelink.vaultcore.azure.net'
   }
 }
 
@@ -332,6 +415,16 @@ module app 'modules/containerapp.bicep' = {
       CRAG_POSTGRES_MIGRATE: 'false'
     }
   }
+  // The private endpoints' DNS records must exist before the first revision resolves the services
+  // (and reads its Key Vault references, through the vault's endpoint in the private mode).
+  dependsOn: [
+    postgresEndpoint
+    searchEndpoint
+    blobEndpoint
+    redisEndpoint
+    openAiEndpointPrivate
+    keyVaultEndpoint
+  ]
 }
 
 // Brings the feedback schema up to date and makes the bot's role for the bot identity's object id.

@@ -5,6 +5,8 @@
 param name string
 param location string
 param tags object
+@description('usePrivateEndpoint: reached only through its private endpoint, public access off.')
+param privateOnly bool
 param botPrincipalId string
 param deployerPrincipalId string
 @allowed(['User', 'ServicePrincipal'])
@@ -33,7 +35,11 @@ resource vault 'Microsoft.KeyVault/vaults@2023-07-01' = {
     // The shortest allowed: `azd down --purge` frees the name at once; without --purge a deleted
     // vault keeps its name this long.
     softDeleteRetentionInDays: 7
-    publicNetworkAccess: 'Enabled'
+    publicNetworkAccess: privateOnly ? 'Disabled' : 'Enabled'
+    networkAcls: {
+      defaultAction: privateOnly ? 'Deny' : 'Allow'
+      bypass: 'None'
+    }
   }
 }
 
@@ -89,6 +95,7 @@ resource serpApiSecret 'Microsoft.KeyVault/vaults/secrets@2023-07-01' = if (!emp
 }
 
 output name string = vault.name
+output id string = vault.id
 output uri string = vault.properties.vaultUri
 output appInsightsSecretName string = appInsightsSecret.name
 output linkSecretName string = linkSecretValue.name

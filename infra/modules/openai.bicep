@@ -12,6 +12,8 @@ param embeddingModelName string
 param embeddingModelVersion string
 param embeddingDeploymentSku string
 param embeddingDeploymentCapacity int
+@description('usePrivateEndpoint: reached only through its private endpoint, public access off.')
+param privateOnly bool
 param botPrincipalId string
 param deployerPrincipalId string
 @allowed(['User', 'ServicePrincipal'])
@@ -29,7 +31,10 @@ resource account 'Microsoft.CognitiveServices/accounts@2024-10-01' = {
   }
   properties: {
     customSubDomainName: name
-    publicNetworkAccess: 'Enabled'
+    publicNetworkAccess: privateOnly ? 'Disabled' : 'Enabled'
+    networkAcls: {
+      defaultAction: privateOnly ? 'Deny' : 'Allow'
+    }
     disableLocalAuth: true
   }
 }
@@ -94,3 +99,4 @@ resource deployerCallsOpenAi 'Microsoft.Authorization/roleAssignments@2022-04-01
 
 output endpoint string = account.properties.endpoint
 output name string = account.name
+output id string = account.id

@@ -1,13 +1,14 @@
-// Azure AI Search holds the index the bot answers from. The bot's search provider takes an API key
-// only (crag/config/azure_search.py: AZURE_SEARCH_API_KEY is required), so Entra ID roles would go
-// unused: the bot gets a query key (read-only) through the vault. Indexing uses an admin key, which
-// whoever runs crag-ingest fetches for themselves (docs/deploy.md).
+// Azure AI Search holds the index the bot answers from. Keyless: the bot queries with its identity's
+// token (Search Index Data Reader); the indexing job writes with its own (Search Index Data
+// Contributor, main.bicep), so the bot cannot change the index.
 param create bool
 param name string
 param location string
 param tags object
 @allowed(['basic', 'standard'])
 param sku string
+@description('usePrivateEndpoint: reached only through its private endpoint, public access off.')
+param privateOnly bool
 @description('The bot identity: it only queries the index.')
 param botPrincipalId string
 
@@ -22,7 +23,7 @@ resource service 'Microsoft.Search/searchServices@2023-11-01' = if (create) {
     replicaCount: 1
     partitionCount: 1
     hostingMode: 'default'
-    publicNetworkAccess: 'enabled'
+    publicNetworkAccess: privateOnly ? 'disabled' : 'enabled'
     // Keyless: Entra tokens only, no admin or query keys.
     disableLocalAuth: true
     // The semantic ranker's free plan, so AZURE_SEARCH_SEMANTIC=true can be tried at no cost.
@@ -44,4 +45,5 @@ resource botQuery 'Microsoft.Authorization/roleAssignments@2022-04-01' = if (cre
 }
 
 output name string = create ? service!.name : ''
+output id string = create ? service!.id : ''
 output endpoint string = create ? 'https://${service!.name}.search.windows.net' : ''
