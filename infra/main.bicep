@@ -93,6 +93,20 @@ param linkSecret string
 @description('SERPAPI_API_KEY (optional): turns the web branch on.')
 param serpApiKey string = ''
 
+@description('CRAG_SHAREPOINT_SITE: the SharePoint site whose library the indexing job indexes (https://contoso.sharepoint.com/sites/hr). Empty: no indexing job.')
+param sharePointSite string = ''
+@description('CRAG_SHAREPOINT_DRIVE: its document library (empty: the site\'s default).')
+param sharePointDrive string = ''
+@description('CRAG_SHAREPOINT_FOLDER: only this folder of the library (empty: all of it).')
+param sharePointFolder string = ''
+@description('GRAPH_CLIENT_ID of the app registration the job reads SharePoint as (docs/sharepoint.md).')
+param graphClientId string = ''
+@secure()
+@description('GRAPH_CLIENT_SECRET of that app registration: kept in the vault, read by the indexing job only.')
+param graphClientSecret string = ''
+@description('When the indexing job runs, as a cron expression in UTC (default: every hour, on the hour). It also runs on demand.')
+param indexSchedule string = '0 * * * *'
+
 @description('AZURE_USE_PRIVATE_ENDPOINT: Search, Storage, Redis, Azure OpenAI and Key Vault only through private endpoints in the network, their public access off (PostgreSQL is private in both modes).')
 param usePrivateEndpoint bool = false
 
@@ -112,6 +126,17 @@ module identity 'modules/identity.bicep' = {
   scope: rg
   params: {
     name: 'id-bot-${resourceToken}'
+    location: location
+    tags: tags
+  }
+}
+
+// The indexing job's identity: it alone writes the index (and embeds the documents to do so).
+module indexIdentity 'modules/identity.bicep' = {
+  name: 'identity-index'
+  scope: rg
+  params: {
+    name: 'id-index-${resourceToken}'
     location: location
     tags: tags
   }
@@ -163,6 +188,9 @@ module keyVault 'modules/keyvault.bicep' = {
     linkSecret: linkSecret
     serpApiKey: serpApiKey
     appInsightsName: monitoring.outputs.appInsightsName
+    telemetryReaderPrincipalIds: [indexIdentity.outputs.principalId]
+    graphClientSecret: graphClientSecret
+    indexerPrincipalId: indexIdentity.outputs.principalId
   }
 }
 
@@ -174,7 +202,7 @@ module registry 'modules/registry.bicep' = {
     location: location
     tags: tags
     pullPrincipalId: identity.outputs.principalId
-    jobPullPrincipalIds: [migrateIdentity.outputs.principalId]
+    jobPullPrincipalIds: [migrateIdentity.outputs.principalId, indexIdentity.outputs.principalId]
   }
 }
 
@@ -250,8 +278,7 @@ module openAi 'modules/openai.bicep' = if (createOpenAi) {
     embeddingDeploymentSku: embeddingDeploymentSku
     embeddingDeploymentCapacity: embeddingDeploymentCapacity
     botPrincipalId: identity.outputs.principalId
-    deployerPrincipalId: principalId
-    deployerPrincipalType: principalType
+    indexerPrincipalId: indexIdentity.outputs.principalId
   }
 }
 
@@ -266,6 +293,7 @@ module search 'modules/search.bicep' = {
     privateOnly: usePrivateEndpoint
     sku: searchSku
     botPrincipalId: identity.outputs.principalId
+    indexerPrincipalId: indexIdentity.outputs.principalId
   }
 }
 
@@ -412,8 +440,7 @@ module app 'modules/containerapp.bicep' = {
       // The bot's own role, no password; the schema is the migration job's (its role may not change it).
       CRAG_POSTGRES_URL: postgres.outputs.botUrl
       CRAG_POSTGRES_AUTH: 'entra'
-      CRAG_POSTGRES_MIGRATE: 'false'
-    }
+      CRAG_POSTGRES_MIGRATE: 'false'    }
   }
   // The private endpoints' DNS records must exist before the first revision resolves the services
   // (and reads its Key Vault references, through the vault's endpoint in the private mode).
@@ -500,7 +527,49 @@ output AZURE_SEARCH_ENDPOINT string = searchEndpoint
 output AZURE_SEARCH_SERVICE_NAME string = createSearch ? search.outputs.name : ''
 output AZURE_SEARCH_INDEX string = searchIndexName
 output AZURE_SEARCH_MODE string = searchMode
+// Fills AI Search from the SharePoint library, every hour and on demand, as its own identity: the
+// bot's identity can only query the index. Its log lines and exit status go to the environment's
+// Log Analytics workspace, which Application Insights is based on; its traces to Application
+// Insights itself (the connection string, the one secret it may read).
+module indexJob 'modules/job.bicep' = if (!empty(sharePointSite)) {
+  name: 'job-index'
+  scope: rg
+  params: {
+    name: 'job-index-${resourceToken}'
+    location: location
+    tags: tags
+    environmentId: app.outputs.environmentId
+    identityName: indexIdentity.outputs.name
+    registryServer: registry.outputs.loginServer
+    image: botImage.outputs.image
+    command: ['crag-ingest', '--source', 'sharepoint', '--target', 'azure']
+    cronExpression: indexSchedule
+    keyVaultUri: keyVault.outputs.uri
+    secretSettings: union(
+      { APPLICATIONINSIGHTS_CONNECTION_STRING: keyVault.outputs.appInsightsSecretName },
+      empty(graphClientSecret) ? {} : { GRAPH_CLIENT_SECRET: keyVault.outputs.graphSecretName }
+    )
+    settings: {
+      AZURE_OPENAI_ENDPOINT: openAiEndpoint
+      AZURE_OPENAI_EMBEDDING_DEPLOYMENT: embeddingModelName
+      AZURE_SEARCH_ENDPOINT: searchEndpoint
+      AZURE_SEARCH_INDEX: searchIndexName
+      AZURE_SEARCH_MODE: searchMode
+      CRAG_SHAREPOINT_SITE: sharePointSite
+      CRAG_SHAREPOINT_DRIVE: sharePointDrive
+      CRAG_SHAREPOINT_FOLDER: sharePointFolder
+      GRAPH_TENANT_ID: tenant().tenantId
+      GRAPH_CLIENT_ID: graphClientId
+      // Where cited files of a folder source open: the bot's signed /docs links (SharePoint files
+      // open at their own web URL, trimmed by access as today).
+      CRAG_DOCS_BASE_URL: app.outputs.docsBaseUrl
+      OTEL_SERVICE_NAME: 'crag-ingest'
+    }
+  }
+}
+
 output POSTGRES_SERVER_NAME string = postgres.outputs.name
 output AZURE_MIGRATE_JOB_NAME string = migrateJob.outputs.name
+output AZURE_INDEX_JOB_NAME string = empty(sharePointSite) ? '' : indexJob!.outputs.name
 output REDIS_NAME string = redis.outputs.name
 output APPLICATIONINSIGHTS_NAME string = monitoring.outputs.appInsightsName

@@ -24,11 +24,12 @@ MIGRATE_ROLES = {"7f951dda-4ed3-4680-a7ca-43fe172d538d": "AcrPull (its image)"}
 KEY_FUNCTIONS = re.compile(r"\b(listKeys|listQueryKeys|listAdminKeys|listConnectionStrings)\s*\(")
 
 
-def granted_roles(principal: str) -> dict[str, str]:
-    """Role definition id -> where, for every role assignment main.bicep's modules give the
-    identity module `principal` (its outputs.principalId, passed as a param or in an array param)."""
+def granted_roles(principal: str) -> dict[str, list[str]]:
+    """Role definition id -> where (module file:resource, its scope), for every role assignment
+    main.bicep's modules give the identity module `principal` (its outputs.principalId, passed as a
+    param or in an array param)."""
     wanted = expr(f"{principal}.outputs.principalId")
-    granted: dict[str, str] = {}
+    granted: dict[str, list[str]] = {}
     for call in calls().values():
         names = set()
         for name, value in (call["config"].get("params") or {}).items():
@@ -52,10 +53,9 @@ def granted_roles(principal: str) -> dict[str, str]:
                 continue
             role = body["properties"]["roleDefinitionId"]["function"]["parameters"]["resource_name_1"]
             role_id = variables[role]["value"] if role in variables else role
-            assert role_id not in granted, f"{role_id} granted twice ({granted.get(role_id)}, {name})"
-            granted[role_id] = f"{path.name}:{name}"
             # Scoped to one resource of the module, never the resource group or subscription.
             assert body.get("scope"), f"{path.name}:{name} has no resource scope"
+            granted.setdefault(role_id, []).append(f"{path.name}:{name}:{body['scope']}")
     return granted
 
 
@@ -99,6 +99,7 @@ def test_the_redis_url_names_the_identity_and_holds_no_password() -> None:
 def test_each_identity_has_exactly_the_listed_roles() -> None:
     for principal, listed in (("identity", BOT_ROLES), ("migrateIdentity", MIGRATE_ROLES)):
         granted = granted_roles(principal)
+        assert all(len(places) == 1 for places in granted.values()), granted
         assert set(granted) == set(listed), (
             principal,
             {r: listed.get(r, "unexpected") for r in set(granted) ^ set(listed)},

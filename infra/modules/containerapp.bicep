@@ -74,10 +74,14 @@ var secretSettings = filter(
   s => !empty(s.secret)
 )
 
+// The app's own address: links to /docs/, the answer cache's key, the admin cookie's Secure flag.
+var publicBaseUrl = 'https://${appName}.${containerEnv.properties.defaultDomain}'
+
 var fixedSettings = [
   { name: 'PORT', value: string(port) }
-  // The app's own address: links to /docs/, the answer cache's key, the admin cookie's Secure flag.
-  { name: 'PUBLIC_BASE_URL', value: 'https://${appName}.${containerEnv.properties.defaultDomain}' }
+  { name: 'PUBLIC_BASE_URL', value: publicBaseUrl }
+  // The base of cited files' links, the same the indexing job writes into the index (main.bicep).
+  { name: 'CRAG_DOCS_BASE_URL', value: '${publicBaseUrl}/docs' }
   // Several replicas share conversations (Blob) and ratings (PostgreSQL), signed in as the identity.
   { name: 'STATE_STORAGE', value: 'blob' }
   { name: 'CRAG_FEEDBACK_STORE', value: 'postgres' }
@@ -195,4 +199,5 @@ resource app 'Microsoft.App/containerApps@2024-03-01' = {
 output name string = app.name
 output environmentName string = containerEnv.name
 output environmentId string = containerEnv.id
+output docsBaseUrl string = '${publicBaseUrl}/docs'
 output fqdn string = app.properties.configuration.ingress.fqdn

@@ -11,6 +11,8 @@ param sku string
 param privateOnly bool
 @description('The bot identity: it only queries the index.')
 param botPrincipalId string
+@description('The indexing job\'s identity: it alone writes the index and its definition. Empty: none.')
+param indexerPrincipalId string = ''
 
 resource service 'Microsoft.Search/searchServices@2023-11-01' = if (create) {
   name: name
@@ -40,6 +42,31 @@ resource botQuery 'Microsoft.Authorization/roleAssignments@2022-04-01' = if (cre
   properties: {
     roleDefinitionId: subscriptionResourceId('Microsoft.Authorization/roleDefinitions', indexDataReader)
     principalId: botPrincipalId
+    principalType: 'ServicePrincipal'
+  }
+}
+
+// The indexing job (crag-ingest) creates the index if missing (Search Service Contributor: index
+// definitions, not keys) and writes its documents (Search Index Data Contributor). The bot has neither.
+var indexDataContributor = '8ebe5a00-799e-43f5-93ac-243d3dce952c'
+var serviceContributor = '7ca78c08-252a-4471-8644-bb5ff32d4ba0'
+
+resource indexerWrites 'Microsoft.Authorization/roleAssignments@2022-04-01' = if (create && !empty(indexerPrincipalId)) {
+  scope: service
+  name: guid(name, indexerPrincipalId, indexDataContributor)
+  properties: {
+    roleDefinitionId: subscriptionResourceId('Microsoft.Authorization/roleDefinitions', indexDataContributor)
+    principalId: indexerPrincipalId
+    principalType: 'ServicePrincipal'
+  }
+}
+
+resource indexerDefines 'Microsoft.Authorization/roleAssignments@2022-04-01' = if (create && !empty(indexerPrincipalId)) {
+  scope: service
+  name: guid(name, indexerPrincipalId, serviceContributor)
+  properties: {
+    roleDefinitionId: subscriptionResourceId('Microsoft.Authorization/roleDefinitions', serviceContributor)
+    principalId: indexerPrincipalId
     principalType: 'ServicePrincipal'
   }
 }
