@@ -403,3 +403,44 @@ def test_toolkit_derives_the_teams_app_id_the_package_tool_does() -> None:
         [sys.executable, "-c", code.group(1), app_id], capture_output=True, text=True, check=True
     )
     assert run.stdout.strip() == derived_teams_app_id(app_id)
+
+
+def test_local_debugging_registers_a_single_tenant_bot() -> None:
+    """Azure creates no new multi-tenant bots: the toolkit's local environment makes an Entra app of
+    this tenant only, an Azure Bot of type SingleTenant for it, and the bot's .env says so, which
+    botbuilder turns into credentials for that tenant."""
+    import yaml
+    from botframework.connector.auth import PasswordServiceClientCredentialFactory
+
+    local = yaml.safe_load(TOOLKIT_FILES[1].read_text("utf-8"))
+    steps = {step["uses"]: step for step in local["provision"] + local["deploy"]}
+    assert not {"botAadApp/create", "botFramework/create"} & set(steps)  # multi-tenant registrations
+    app = steps["aadApp/create"]
+    assert app["with"]["signInAudience"] == "AzureADMyOrg"
+    assert app["writeToEnvironmentFile"]["tenantId"] == "MICROSOFT_APP_TENANT_ID"
+    (template,) = steps["arm/deploy"]["with"]["templates"]
+    bicep = (ROOT / template["path"]).read_text("utf-8")
+    assert "msaAppType: 'SingleTenant'" in bicep and "msaAppTenantId: tenantId" in bicep
+    parameters = json.loads((ROOT / template["parameters"]).read_text("utf-8"))["parameters"]
+    assert parameters["tenantId"]["value"] == "${{MICROSOFT_APP_TENANT_ID}}"
+    assert parameters["appId"]["value"] == "${{MICROSOFT_APP_ID}}"
+    envs = steps["file/createOrUpdateEnvironmentFile"]["with"]["envs"]
+    assert envs["MicrosoftAppType"] == "SingleTenant"
+    assert envs["MicrosoftAppTenantId"] == "${{MICROSOFT_APP_TENANT_ID}}"
+    # Nothing in the toolkit files or the deploy page registers a multi-tenant bot any more.
+    for path in (*TOOLKIT_FILES, ROOT / "docs" / "deploy.md"):
+        assert "MultiTenant" not in path.read_text("utf-8").replace("multi-tenant", ""), path.name
+
+    settings = BotSettings.model_validate(
+        {
+            "MicrosoftAppId": "00000000-0000-0000-0000-000000000001",
+            "MicrosoftAppPassword": "local-secret",
+            "MicrosoftAppType": envs["MicrosoftAppType"],
+            "MicrosoftAppTenantId": "00000000-0000-0000-0000-000000000002",
+        }
+    )
+    from botbuilder.integration.aiohttp import ConfigurationServiceClientCredentialFactory
+
+    factory = ConfigurationServiceClientCredentialFactory(settings.bot_framework_config())
+    assert isinstance(factory._inner, PasswordServiceClientCredentialFactory)
+    assert factory._inner.tenant_id == "00000000-0000-0000-0000-000000000002"
