@@ -99,11 +99,6 @@ param sharePointSite string = ''
 param sharePointDrive string = ''
 @description('CRAG_SHAREPOINT_FOLDER: only this folder of the library (empty: all of it).')
 param sharePointFolder string = ''
-@description('GRAPH_CLIENT_ID of the app registration the job reads SharePoint as (docs/sharepoint.md).')
-param graphClientId string = ''
-@secure()
-@description('GRAPH_CLIENT_SECRET of that app registration: kept in the vault, read by the indexing job only.')
-param graphClientSecret string = ''
 @description('When the indexing job runs, as a cron expression in UTC (default: every hour, on the hour). It also runs on demand.')
 param indexSchedule string = '0 * * * *'
 
@@ -189,8 +184,6 @@ module keyVault 'modules/keyvault.bicep' = {
     serpApiKey: serpApiKey
     appInsightsName: monitoring.outputs.appInsightsName
     telemetryReaderPrincipalIds: [indexIdentity.outputs.principalId]
-    graphClientSecret: graphClientSecret
-    indexerPrincipalId: indexIdentity.outputs.principalId
   }
 }
 
@@ -545,10 +538,9 @@ module indexJob 'modules/job.bicep' = if (!empty(sharePointSite)) {
     command: ['crag-ingest', '--source', 'sharepoint', '--target', 'azure']
     cronExpression: indexSchedule
     keyVaultUri: keyVault.outputs.uri
-    secretSettings: union(
-      { APPLICATIONINSIGHTS_CONNECTION_STRING: keyVault.outputs.appInsightsSecretName },
-      empty(graphClientSecret) ? {} : { GRAPH_CLIENT_SECRET: keyVault.outputs.graphSecretName }
-    )
+    secretSettings: {
+      APPLICATIONINSIGHTS_CONNECTION_STRING: keyVault.outputs.appInsightsSecretName
+    }
     settings: {
       AZURE_OPENAI_ENDPOINT: openAiEndpoint
       AZURE_OPENAI_EMBEDDING_DEPLOYMENT: embeddingModelName
@@ -558,8 +550,9 @@ module indexJob 'modules/job.bicep' = if (!empty(sharePointSite)) {
       CRAG_SHAREPOINT_SITE: sharePointSite
       CRAG_SHAREPOINT_DRIVE: sharePointDrive
       CRAG_SHAREPOINT_FOLDER: sharePointFolder
-      GRAPH_TENANT_ID: tenant().tenantId
-      GRAPH_CLIENT_ID: graphClientId
+      // Graph as the job's own identity: its app role and the site grant are given once by an
+      // admin (deploy/azd/grant-graph-access.sh); no client secret exists.
+      GRAPH_AUTH: 'managed_identity'
       // Where cited files of a folder source open: the bot's signed /docs links (SharePoint files
       // open at their own web URL, trimmed by access as today).
       CRAG_DOCS_BASE_URL: app.outputs.docsBaseUrl
@@ -571,5 +564,9 @@ module indexJob 'modules/job.bicep' = if (!empty(sharePointSite)) {
 output POSTGRES_SERVER_NAME string = postgres.outputs.name
 output AZURE_MIGRATE_JOB_NAME string = migrateJob.outputs.name
 output AZURE_INDEX_JOB_NAME string = empty(sharePointSite) ? '' : indexJob!.outputs.name
+// deploy/azd/grant-graph-access.sh gives this identity Graph's Sites.Selected and the site.
+output AZURE_INDEX_PRINCIPAL_ID string = indexIdentity.outputs.principalId
+output AZURE_INDEX_CLIENT_ID string = indexIdentity.outputs.clientId
+output AZURE_SHAREPOINT_SITE string = sharePointSite
 output REDIS_NAME string = redis.outputs.name
 output APPLICATIONINSIGHTS_NAME string = monitoring.outputs.appInsightsName

@@ -22,7 +22,7 @@ INDEX_ROLES = {
     "8ebe5a00-799e-43f5-93ac-243d3dce952c": "Search Index Data Contributor (writes the index)",
     "7ca78c08-252a-4471-8644-bb5ff32d4ba0": "Search Service Contributor (creates the index definition)",
     "5e0bd9bd-7b93-4f28-af87-19fc36ad61bd": "Cognitive Services OpenAI User (embeddings)",
-    SECRETS_USER: "Key Vault Secrets User, on the App Insights and Graph secrets only",
+    SECRETS_USER: "Key Vault Secrets User, on the App Insights secret only",
 }
 # Read by libraries, not by the settings models: azure-identity, OpenTelemetry.
 LIBRARY_SETTINGS = {"AZURE_CLIENT_ID", "OTEL_SERVICE_NAME"}
@@ -34,7 +34,7 @@ def test_only_the_indexing_identity_writes_the_index() -> None:
         r: INDEX_ROLES.get(r, "unexpected") for r in set(granted) ^ set(INDEX_ROLES)
     }
     # Its secrets role is on single secrets, never the vault (the SerpAPI key, the link secret).
-    assert sorted(p.rsplit(":", 1)[1] for p in granted[SECRETS_USER]) == ["appInsightsSecret", "graphSecret"]
+    assert [p.rsplit(":", 1)[1] for p in granted[SECRETS_USER]] == ["appInsightsSecret"]
     for writer in ("8ebe5a00-799e-43f5-93ac-243d3dce952c", "7ca78c08-252a-4471-8644-bb5ff32d4ba0"):
         for other in ("identity", "migrateIdentity"):
             assert writer not in granted_roles(other), (writer, other)
@@ -177,3 +177,77 @@ def test_the_deploy_page_has_no_step_with_a_key_of_a_data_service() -> None:
     # Indexing is the job's, started with az, not crag-ingest on the reader's machine.
     assert "az containerapp job start -n $(azd env get-value AZURE_INDEX_JOB_NAME)" in page
     assert "python -m crag.cli.ingest" not in page
+
+
+GRANT = ROOT / "deploy" / "azd" / "grant-graph-access.sh"
+FAKE_AZ_GRAPH = """#!/bin/sh
+echo "$*" >> "$AZ_LOG"
+case "$*" in
+  "rest --method POST"*) ;;
+  "ad sp show --id 00000003-0000-0000-c000-000000000000 --query id -o tsv") echo graph-sp-id ;;
+  "ad sp show"*"Sites.Selected"*) echo sites-selected-role ;;
+  "rest --method GET --uri https://graph.microsoft.com/v1.0/servicePrincipals/"*) echo "$AZ_HELD" ;;
+  *"/v1.0/sites/contoso.sharepoint.com:/sites/hr --query id -o tsv") echo site-123 ;;
+  *"/v1.0/sites/site-123/permissions"*) echo "$AZ_GRANTED" ;;
+  *) echo "unexpected: $*" >&2; exit 9 ;;
+esac
+"""
+
+
+def _grant(
+    tmp_path: Path, held: str, granted: str, site: str = "https://contoso.sharepoint.com/sites/hr/"
+) -> tuple[subprocess.CompletedProcess[str], list[str]]:
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "az").write_text(FAKE_AZ_GRAPH)
+    (bin_dir / "az").chmod(0o755)
+    env = {
+        "PATH": f"{bin_dir}:{os.environ['PATH']}",
+        "AZ_LOG": str(tmp_path / "az.log"),
+        "AZ_HELD": held,
+        "AZ_GRANTED": granted,
+        "AZURE_INDEX_PRINCIPAL_ID": "mi-object-id",
+        "AZURE_INDEX_CLIENT_ID": "mi-client-id",
+        "AZURE_SHAREPOINT_SITE": site,
+    }
+    done = subprocess.run(
+        ["sh", str(GRANT)], env=env, capture_output=True, text=True, timeout=60, check=False
+    )
+    log = (tmp_path / "az.log").read_text().splitlines() if (tmp_path / "az.log").exists() else []
+    return done, log
+
+
+def test_the_graph_grant_gives_sites_selected_and_the_one_site_once(tmp_path: Path) -> None:
+    done, calls = _grant(tmp_path, held="0", granted="0")
+    assert done.returncode == 0, done.stderr
+    posts = [c for c in calls if c.startswith("rest --method POST")]
+    assert len(posts) == 2
+    assert "servicePrincipals/mi-object-id/appRoleAssignments" in posts[0]
+    assert (
+        '"principalId": "mi-object-id", "resourceId": "graph-sp-id", "appRoleId": "sites-selected-role"'
+        in posts[0]
+    )
+    assert "sites/site-123/permissions" in posts[1] and '"roles": ["fullcontrol"]' in posts[1]
+    assert '"application": {"id": "mi-client-id"' in posts[1]
+    # Run again with both in place: nothing is granted twice.
+    (tmp_path / "again").mkdir()
+    done, calls = _grant(tmp_path / "again", held="1", granted="1")
+    assert done.returncode == 0 and not [c for c in calls if "POST" in c]
+    assert "already has Sites.Selected" in done.stdout and "was already granted" in done.stdout
+
+
+def test_the_graph_grant_refuses_a_site_that_is_not_sharepoint(tmp_path: Path) -> None:
+    done, calls = _grant(tmp_path, held="0", granted="0", site="http://intranet.example/hr")
+    assert done.returncode == 2 and "must look like https://<tenant>.sharepoint.com" in done.stderr
+    assert calls == []
+
+
+def test_the_indexing_job_reads_graph_as_its_identity_with_no_secret() -> None:
+    settings = deployed_modules({"sharePointSite": "https://contoso.sharepoint.com/sites/hr"})["indexJob"][1][
+        "settings"
+    ]
+    assert settings["GRAPH_AUTH"] == "managed_identity"
+    assert not {"GRAPH_CLIENT_SECRET", "GRAPH_CLIENT_ID", "GRAPH_TENANT_ID"} & set(settings)
+    assert "graph" not in (ROOT / "infra" / "main.parameters.json").read_text("utf-8").lower()
+    for name in ("AZURE_INDEX_PRINCIPAL_ID", "AZURE_INDEX_CLIENT_ID", "AZURE_SHAREPOINT_SITE"):
+        assert f"output {name} string" in MAIN.read_text("utf-8")

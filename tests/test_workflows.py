@@ -83,12 +83,12 @@ def test_the_pipeline_tests_builds_and_deploys_with_oidc_and_no_secret() -> None
         assert f"${{{{ vars.{name} }}}}" in text and f"secrets.{name}" not in text
     assert not re.search(r"client-secret|AZURE_CLIENT_SECRET|creds:", text)
     # Only the bot's optional parameters come from GitHub's secret store.
-    assert set(re.findall(r"secrets\.(\w+)", text)) == {"SERPAPI_API_KEY", "GRAPH_CLIENT_SECRET"}
+    assert set(re.findall(r"secrets\.(\w+)", text)) == {"SERPAPI_API_KEY"}
     for job in jobs.values():
         assert "permissions" not in job or job is deploy
 
 
-@pytest.mark.parametrize("name", ["SERPAPI_API_KEY", "GRAPH_CLIENT_SECRET"])
+@pytest.mark.parametrize("name", ["SERPAPI_API_KEY"])
 def test_the_secrets_it_passes_are_parameters_azd_reads(name: str) -> None:
     parameters = (ROOT / "infra" / "main.parameters.json").read_text("utf-8")
     assert f"${{{name}=}}" in parameters

@@ -18,11 +18,6 @@ param serpApiKey string
 param appInsightsName string
 @description('The jobs\' identities: each may read Application Insights\' connection string, and only that secret.')
 param telemetryReaderPrincipalIds array = []
-@secure()
-@description('GRAPH_CLIENT_SECRET of the SharePoint app registration (empty: none).')
-param graphClientSecret string = ''
-@description('The indexing job\'s identity: it alone reads the Graph secret.')
-param indexerPrincipalId string = ''
 
 var secretsUserRoleId = '4633458b-17de-408a-b874-0445c86b69e6'
 var secretsOfficerRoleId = 'b86a8fe4-44ce-4948-aee5-eccb2c155cd7'
@@ -98,24 +93,6 @@ resource jobsReadTelemetry 'Microsoft.Authorization/roleAssignments@2022-04-01' 
   }
 ]
 
-resource graphSecret 'Microsoft.KeyVault/vaults/secrets@2023-07-01' = if (!empty(graphClientSecret)) {
-  parent: vault
-  name: 'graph-client-secret'
-  properties: {
-    value: graphClientSecret
-  }
-}
-
-resource indexerReadsGraphSecret 'Microsoft.Authorization/roleAssignments@2022-04-01' = if (!empty(graphClientSecret) && !empty(indexerPrincipalId)) {
-  name: guid(vault.id, 'graph-client-secret', indexerPrincipalId, secretsUserRoleId)
-  scope: graphSecret
-  properties: {
-    principalId: indexerPrincipalId
-    principalType: 'ServicePrincipal'
-    roleDefinitionId: subscriptionResourceId('Microsoft.Authorization/roleDefinitions', secretsUserRoleId)
-  }
-}
-
 resource linkSecretValue 'Microsoft.KeyVault/vaults/secrets@2023-07-01' = {
   parent: vault
   name: 'link-secret'
@@ -138,5 +115,4 @@ output uri string = vault.properties.vaultUri
 output appInsightsSecretName string = appInsightsSecret.name
 output linkSecretName string = linkSecretValue.name
 // Empty when no key was given: the app then sets no SERPAPI_API_KEY and web search stays off.
-output graphSecretName string = empty(graphClientSecret) ? '' : 'graph-client-secret'
 output serpApiSecretName string = empty(serpApiKey) ? '' : 'serpapi-api-key'
