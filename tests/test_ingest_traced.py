@@ -1,4 +1,4 @@
-"""crag-ingest's run as one span (crag/cli/traced.py), exported to a fake OTLP collector on 127.0.0.1:
+"""crag-ingest's run as one span (crag/runtime/traced.py), exported to a fake OTLP collector on 127.0.0.1:
 the Azure indexing job's outcome reaches where the bot's traces go, a failure marked as one."""
 
 from __future__ import annotations
@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from crag.cli.traced import traced_run
 from crag.config.tracing import TracingSettings
 from crag.infra import tracing
+from crag.runtime.traced import traced_run
 from tests.fake_otlp import FakeCollector
 from tests.graph_fixtures import Graph
 

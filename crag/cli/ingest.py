@@ -21,10 +21,10 @@ from typing import Any
 
 from tqdm import tqdm
 
-from crag.cli.traced import traced_run
 from crag.config.settings import CragSettings
 from crag.ingest.local_target import BuildReport
 from crag.runtime.handle import EngineHandle
+from crag.runtime.traced import traced_run
 
 
 def main(argv: list[str] | None = None) -> int:
