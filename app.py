@@ -20,6 +20,7 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 import jwt
+import redis.asyncio as aioredis
 from aiohttp import web
 from aiohttp.typedefs import Middleware
 from botbuilder.core import ConversationState, Storage, TurnContext, UserState
@@ -34,12 +35,14 @@ from bot.connector_cache import CachingAuthentication
 from bot.crag_bot import REPLIED, CragBot
 from bot.documents import DocumentRoute
 from bot.state_storage import SqliteStorage, make_storage
+from crag.infra.redis_connect import close_client
 from crag.runtime.handle import uses_local_index
 from service import client_address, redact
 from service.feedback.protocol import FeedbackStoreError
 from service.logsafe import esc
 from service.runtime import BotRuntime
 from service.settings import BotSettings
+from service.shared_limits import limits_client
 from service.texts import language_of, t
 from service.workers import WORKER_ID, is_worker, pin_this_worker, supervise
 from service.writable import unwritable
@@ -59,6 +62,7 @@ BOT = web.AppKey("bot", CragBot)
 STORAGE = web.AppKey("storage", Storage)
 AUTHENTICATION = web.AppKey("authentication", CachingAuthentication)
 INDEX_TASK: web.AppKey[asyncio.Task[None]] = web.AppKey("index_task")
+LIMITS_REDIS: web.AppKey[aioredis.Redis] = web.AppKey("limits_redis")
 
 
 def create_app(settings: BotSettings) -> web.Application:
@@ -87,8 +91,12 @@ def create_app(settings: BotSettings) -> web.Application:
     DocumentRoute(settings.docs_dir, lambda: runtime.index.files, runtime.links, runtime.may_open).register(
         app
     )
-    AdminRoutes(settings, runtime.feedback, runtime.handle).register(app)
-    setup_webchat(app, settings, adapter, bot.on_turn)
+    # Rate limits and the admin lockout, shared by every replica through Redis when there is one.
+    shared = limits_client(settings)
+    if shared is not None:
+        app[LIMITS_REDIS] = shared
+    AdminRoutes(settings, runtime.feedback, runtime.handle, shared=shared).register(app)
+    setup_webchat(app, settings, adapter, bot.on_turn, shared=shared)
     app.on_startup.append(_startup)
     app.on_cleanup.append(_cleanup)
     return app
@@ -110,6 +118,8 @@ async def _cleanup(app: web.Application) -> None:
         task.cancel()
     await app[RUNTIME].close()
     await app[AUTHENTICATION].close()  # the session replies are posted over
+    if LIMITS_REDIS in app:
+        await close_client(app[LIMITS_REDIS])
     # SQLite's file and Blob's HTTP session; the SDK's Storage has no close (MemoryStorage, Cosmos).
     close = getattr(app[STORAGE], "close", None)
     if close is not None:

@@ -10,7 +10,8 @@ one of them earned at the sign-in form.
   with HMAC-SHA256 under a secret derived from the settings: never the key itself. Every instance and
   worker derives the same secret, so a session works on all of them; changing the key ends every
   session.
-- Failed attempts are limited per client address, so the key cannot be guessed at line speed.
+- Failed attempts are limited per client address, so the key cannot be guessed at line speed; with
+  Redis (CRAG_CACHE_URL) every replica counts them together (service/shared_limits.py).
 
 With neither setting the dashboard is off (404), in local mode too: other accounts of a shared machine
 reach its loopback port as well, and the answers hold colleagues' questions and comments.
@@ -29,6 +30,7 @@ from collections import OrderedDict, deque
 from collections.abc import Callable
 from dataclasses import dataclass
 
+import redis.asyncio as aioredis
 from aiohttp import web
 
 from admin.entra import EntraGroupTokens
@@ -36,6 +38,7 @@ from admin.errors import Denied
 from service.client_address import client_of
 from service.logsafe import esc
 from service.settings import BotSettings
+from service.shared_limits import SharedFailureLimit
 
 log = logging.getLogger(__name__)
 
@@ -148,7 +151,9 @@ class AdminAccess:
         entra: EntraGroupTokens | None = None,
         limit: FailureLimit | None = None,
         clock: Callable[[], float] = time.time,
+        shared: aioredis.Redis | None = None,
     ) -> None:
+        """shared: the Redis the failures are counted in across replicas (else in this one's memory)."""
         key = settings.admin_key.get_secret_value()
         self._key_digest = hashlib.sha256(key.encode()).digest() if key else b""
         if entra is None and settings.admin_group:
@@ -160,7 +165,7 @@ class AdminAccess:
                 settings.auth_timeout,
             )
         self.entra = entra
-        self.limit = limit or FailureLimit()
+        self.limit = SharedFailureLimit("admin-sign-in", limit or FailureLimit(), shared)
         self.sessions = Sessions(session_secret(settings), settings.admin_session_hours, clock)
         # Secure cookies when users reach the bot over https (behind a proxy the request itself is http).
         self.secure_cookie = settings.base_url.startswith("https://")
@@ -184,7 +189,7 @@ class AdminAccess:
             raise Denied(404, "admin.off", "the dashboard is off (no CRAG_ADMIN_KEY or CRAG_ADMIN_GROUP)")
         given = request.headers.get(KEY_HEADER)
         if given is not None:
-            return self._by_key(client(request), given)
+            return await self._by_key(client(request), given)
         authorization = request.headers.get("Authorization", "")
         if authorization.startswith("Bearer ") and self.entra is not None:
             return await self._by_token(client(request), authorization[len("Bearer ") :].strip())
@@ -203,15 +208,15 @@ class AdminAccess:
         if self.entra is not None and _JWT.match(secret):
             oid, expires = await self._member(client(request), secret)
             return Admin("entra", oid), expires
-        return self._by_key(client(request), secret), None
+        return await self._by_key(client(request), secret), None
 
-    def _by_key(self, address: str, given: str) -> Admin:
-        self._not_blocked(address)
+    async def _by_key(self, address: str, given: str) -> Admin:
+        await self._not_blocked(address)
         if not self.key_configured:
-            self.limit.failed(address)
+            await self.limit.failed(address)
             raise Denied(401, "admin.denied.no_key", "a key was sent, but only Entra ID sign-in is on")
         if not self.key_matches(given):
-            self.limit.failed(address)
+            await self.limit.failed(address)
             raise Denied(401, "admin.denied.key", "wrong admin key")
         return Admin("key", "key")
 
@@ -221,19 +226,19 @@ class AdminAccess:
 
     async def _member(self, address: str, token: str) -> tuple[str, float]:
         assert self.entra is not None
-        self._not_blocked(address)
+        await self._not_blocked(address)
         try:
             oid, expires = await self.entra.member(token)
         except Denied as denied:
             if denied.status != 503:  # the keys' endpoint being down is no attempt of the caller's
-                self.limit.failed(address)
+                await self.limit.failed(address)
             raise
         if not _WHO.match(oid):
             raise Denied(401, "admin.denied.token", "bearer token without a usable oid claim")
         return oid, expires
 
-    def _not_blocked(self, address: str) -> None:
-        wait = self.limit.blocked(address)
+    async def _not_blocked(self, address: str) -> None:
+        wait = await self.limit.blocked(address)
         if wait > 0:
             raise Denied(429, "admin.denied.too_many", f"too many failed attempts from {esc(address)}", wait)
 

@@ -14,6 +14,7 @@ import logging
 from datetime import UTC, datetime
 from typing import Any
 
+import redis.asyncio as aioredis
 from aiohttp import web
 
 from admin.access import AdminAccess, client
@@ -42,11 +43,12 @@ class AdminRoutes:
         feedback: Feedback,
         handle: EngineHandle,
         access: AdminAccess | None = None,
+        shared: aioredis.Redis | None = None,
     ) -> None:
         self.settings = settings
         self.feedback = feedback
         self.handle = handle
-        self.access = access or AdminAccess(settings)
+        self.access = access or AdminAccess(settings, shared=shared)
 
     def register(self, app: web.Application) -> None:
         app.router.add_get("/admin", self.page)

@@ -16,7 +16,7 @@ param environmentName string
 @description('Region of every resource except the Azure Bot (global) and, optionally, Azure OpenAI.')
 param location string
 
-@description('Object id of whoever runs the deployment: may read the generated secrets back (azd needs that to keep the PostgreSQL password and link secret stable) and call Azure OpenAI to fill the index. Empty: no such grants.')
+@description('Object id of whoever runs the deployment: may read the generated secrets back (azd needs that to keep the link secret stable). Empty: no such grant.')
 param principalId string = ''
 
 @allowed(['User', 'ServicePrincipal'])
@@ -72,8 +72,6 @@ param embeddingDeploymentCapacity int = 30
 @description('Endpoint of an existing Azure AI Search service (https://NAME.search.windows.net). Empty: a service is created here.')
 param existingSearchEndpoint string = ''
 
-@secure()
-
 @allowed(['basic', 'standard'])
 param searchSku string = 'basic'
 
@@ -84,11 +82,8 @@ param searchIndexName string = 'crag-chunks'
 @description('AZURE_SEARCH_MODE; vector and hybrid use the embedding deployment, at query and at ingest time alike.')
 param searchMode string = 'hybrid'
 
-param postgresAdminLogin string = 'cragadmin'
-
-@secure()
-@description('PostgreSQL administrator password; main.parameters.json reads it back from the vault or makes a random one.')
-param postgresAdminPassword string
+@description('The bot\'s own PostgreSQL role (the migration job makes it for the bot identity; data rights on the feedback tables only).')
+param postgresBotRole string = 'crag_bot'
 
 @secure()
 @description('CRAG_LINK_SECRET: signs document links. Without an app password (a managed identity has none) the bot would otherwise make a random one per process, and links would break across replicas and restarts.')
@@ -97,6 +92,18 @@ param linkSecret string
 @secure()
 @description('SERPAPI_API_KEY (optional): turns the web branch on.')
 param serpApiKey string = ''
+
+@description('CRAG_SHAREPOINT_SITE: the SharePoint site whose library the indexing job indexes (https://contoso.sharepoint.com/sites/hr). Empty: no indexing job.')
+param sharePointSite string = ''
+@description('CRAG_SHAREPOINT_DRIVE: its document library (empty: the site\'s default).')
+param sharePointDrive string = ''
+@description('CRAG_SHAREPOINT_FOLDER: only this folder of the library (empty: all of it).')
+param sharePointFolder string = ''
+@description('When the indexing job runs, as a cron expression in UTC (default: every hour, on the hour). It also runs on demand.')
+param indexSchedule string = '0 * * * *'
+
+@description('AZURE_USE_PRIVATE_ENDPOINT: Search, Storage, Redis, Azure OpenAI and Key Vault only through private endpoints in the network, their public access off (PostgreSQL is private in both modes).')
+param usePrivateEndpoint bool = false
 
 var resourceToken = toLower(uniqueString(subscription().id, environmentName, location))
 var tags = { 'azd-env-name': environmentName }
@@ -114,6 +121,38 @@ module identity 'modules/identity.bicep' = {
   scope: rg
   params: {
     name: 'id-bot-${resourceToken}'
+    location: location
+    tags: tags
+  }
+}
+
+// The indexing job's identity: it alone writes the index (and embeds the documents to do so).
+module indexIdentity 'modules/identity.bicep' = {
+  name: 'identity-index'
+  scope: rg
+  params: {
+    name: 'id-index-${resourceToken}'
+    location: location
+    tags: tags
+  }
+}
+
+// The migration job's identity: the PostgreSQL server's Entra administrator, nothing else.
+module migrateIdentity 'modules/identity.bicep' = {
+  name: 'identity-migrate'
+  scope: rg
+  params: {
+    name: 'id-migrate-${resourceToken}'
+    location: location
+    tags: tags
+  }
+}
+
+module network 'modules/network.bicep' = {
+  name: 'network'
+  scope: rg
+  params: {
+    name: 'vnet-${resourceToken}'
     location: location
     tags: tags
   }
@@ -137,12 +176,14 @@ module keyVault 'modules/keyvault.bicep' = {
     name: 'kv-${resourceToken}'
     location: location
     tags: tags
+    privateOnly: usePrivateEndpoint
     botPrincipalId: identity.outputs.principalId
     deployerPrincipalId: principalId
     deployerPrincipalType: principalType
     linkSecret: linkSecret
     serpApiKey: serpApiKey
     appInsightsName: monitoring.outputs.appInsightsName
+    telemetryReaderPrincipalIds: [indexIdentity.outputs.principalId]
   }
 }
 
@@ -154,6 +195,7 @@ module registry 'modules/registry.bicep' = {
     location: location
     tags: tags
     pullPrincipalId: identity.outputs.principalId
+    jobPullPrincipalIds: [migrateIdentity.outputs.principalId, indexIdentity.outputs.principalId]
   }
 }
 
@@ -164,6 +206,7 @@ module storage 'modules/storage.bicep' = {
     name: 'st${resourceToken}'
     location: location
     tags: tags
+    privateOnly: usePrivateEndpoint
     containerName: 'bot-state'
     botPrincipalId: identity.outputs.principalId
   }
@@ -176,6 +219,7 @@ module redis 'modules/redis.bicep' = {
     name: 'redis-${resourceToken}'
     location: location
     tags: tags
+    privateOnly: usePrivateEndpoint
     keyVaultName: keyVault.outputs.name
     botPrincipalId: identity.outputs.principalId
   }
@@ -188,10 +232,25 @@ module postgres 'modules/postgres.bicep' = {
     name: 'psql-${resourceToken}'
     location: location
     tags: tags
-    adminLogin: postgresAdminLogin
-    adminPassword: postgresAdminPassword
     databaseName: 'crag'
-    keyVaultName: keyVault.outputs.name
+    adminPrincipalId: migrateIdentity.outputs.principalId
+    adminPrincipalName: migrateIdentity.outputs.name
+    botRoleName: postgresBotRole
+  }
+}
+
+module postgresEndpoint 'modules/private-endpoint.bicep' = {
+  name: 'pe-postgres'
+  scope: rg
+  params: {
+    name: 'pe-psql-${resourceToken}'
+    location: location
+    tags: tags
+    vnetId: network.outputs.id
+    subnetId: network.outputs.endpointsSubnetId
+    targetId: postgres.outputs.id
+    groupId: 'postgresqlServer'
+    dnsZoneName: 'privatelink.postgres.database.azure.com'
   }
 }
 
@@ -202,6 +261,7 @@ module openAi 'modules/openai.bicep' = if (createOpenAi) {
     name: 'oai-${resourceToken}'
     location: empty(openAiLocation) ? location : openAiLocation
     tags: tags
+    privateOnly: usePrivateEndpoint
     chatModelName: chatModelName
     chatModelVersion: chatModelVersion
     chatDeploymentSku: chatDeploymentSku
@@ -211,8 +271,7 @@ module openAi 'modules/openai.bicep' = if (createOpenAi) {
     embeddingDeploymentSku: embeddingDeploymentSku
     embeddingDeploymentCapacity: embeddingDeploymentCapacity
     botPrincipalId: identity.outputs.principalId
-    deployerPrincipalId: principalId
-    deployerPrincipalType: principalType
+    indexerPrincipalId: indexIdentity.outputs.principalId
   }
 }
 
@@ -224,8 +283,88 @@ module search 'modules/search.bicep' = {
     name: 'srch-${resourceToken}'
     location: location
     tags: tags
+    privateOnly: usePrivateEndpoint
     sku: searchSku
     botPrincipalId: identity.outputs.principalId
+    indexerPrincipalId: indexIdentity.outputs.principalId
+  }
+}
+
+// usePrivateEndpoint: each data service the bot calls is reached only through its endpoint in the
+// network (their public access is off in their modules). An existing Azure OpenAI or AI Search
+// (EXISTING_*) is yours to make private.
+module searchEndpoint 'modules/private-endpoint.bicep' = if (usePrivateEndpoint && createSearch) {
+  name: 'pe-search'
+  scope: rg
+  params: {
+    name: 'pe-search-${resourceToken}'
+    location: location
+    tags: tags
+    vnetId: network.outputs.id
+    subnetId: network.outputs.endpointsSubnetId
+    targetId: search.outputs.id
+    groupId: 'searchService'
+    dnsZoneName: 'privatelink.search.windows.net'
+  }
+}
+
+module blobEndpoint 'modules/private-endpoint.bicep' = if (usePrivateEndpoint) {
+  name: 'pe-blob'
+  scope: rg
+  params: {
+    name: 'pe-blob-${resourceToken}'
+    location: location
+    tags: tags
+    vnetId: network.outputs.id
+    subnetId: network.outputs.endpointsSubnetId
+    targetId: storage.outputs.id
+    groupId: 'blob'
+    dnsZoneName: 'privatelink.blob.${environment().suffixes.storage}'
+  }
+}
+
+module redisEndpoint 'modules/private-endpoint.bicep' = if (usePrivateEndpoint) {
+  name: 'pe-redis'
+  scope: rg
+  params: {
+    name: 'pe-redis-${resourceToken}'
+    location: location
+    tags: tags
+    vnetId: network.outputs.id
+    subnetId: network.outputs.endpointsSubnetId
+    targetId: redis.outputs.id
+    groupId: 'redisEnterprise'
+    dnsZoneName: 'privatelink.redis.azure.net'
+  }
+}
+
+module openAiEndpointPrivate 'modules/private-endpoint.bicep' = if (usePrivateEndpoint && createOpenAi) {
+  name: 'pe-openai'
+  scope: rg
+  params: {
+    name: 'pe-openai-${resourceToken}'
+    location: location
+    tags: tags
+    vnetId: network.outputs.id
+    subnetId: network.outputs.endpointsSubnetId
+    targetId: openAi!.outputs.id
+    groupId: 'account'
+    dnsZoneName: 'privatelink.openai.azure.com'
+  }
+}
+
+module keyVaultEndpoint 'modules/private-endpoint.bicep' = if (usePrivateEndpoint) {
+  name: 'pe-vault'
+  scope: rg
+  params: {
+    name: 'pe-vault-${resourceToken}'
+    location: location
+    tags: tags
+    vnetId: network.outputs.id
+    subnetId: network.outputs.endpointsSubnetId
+    targetId: keyVault.outputs.id
+    groupId: 'vault'
+    dnsZoneName: 'privatelink.vaultcore.azure.net'
   }
 }
 
@@ -262,10 +401,11 @@ module app 'modules/containerapp.bicep' = {
     minReplicas: minReplicas
     maxReplicas: maxReplicas
     keyVaultUri: keyVault.outputs.uri
+    infrastructureSubnetId: network.outputs.appsSubnetId
+    trustedProxies: network.outputs.appsPrefix
     // Each secret's module wrote it to the vault; naming it here also orders the app after it.
     secretNames: {
       redis: redis.outputs.urlSecretName
-      postgres: postgres.outputs.urlSecretName
       appInsights: keyVault.outputs.appInsightsSecretName
       link: keyVault.outputs.linkSecretName
       serpApi: keyVault.outputs.serpApiSecretName
@@ -290,8 +430,59 @@ module app 'modules/containerapp.bicep' = {
       // Keyless: Blob, Redis and Search (no key setting) with the identity's Entra tokens.
       AZURE_STORAGE_ACCOUNT_URL: storage.outputs.blobEndpoint
       CRAG_REDIS_AUTH: 'entra'
+      // The bot's own role, no password; the schema is the migration job's (its role may not change it).
+      CRAG_POSTGRES_URL: postgres.outputs.botUrl
+      CRAG_POSTGRES_AUTH: 'entra'
+      CRAG_POSTGRES_MIGRATE: 'false'    }
+  }
+  // The private endpoints' DNS records must exist before the first revision resolves the services
+  // (and reads its Key Vault references, through the vault's endpoint in the private mode).
+  dependsOn: [
+    postgresEndpoint
+    searchEndpoint
+    blobEndpoint
+    redisEndpoint
+    openAiEndpointPrivate
+    keyVaultEndpoint
+  ]
+}
+
+// Brings the feedback schema up to date and makes the bot's role for the bot identity's object id.
+// It is the PostgreSQL server's Entra administrator; started by azd's hooks (deploy/azd/start-jobs.sh)
+// after each deploy, before the new bot writes.
+module migrateJob 'modules/job.bicep' = {
+  name: 'job-migrate'
+  scope: rg
+  params: {
+    name: 'job-migrate-${resourceToken}'
+    location: location
+    tags: tags
+    environmentId: app.outputs.environmentId
+    identityName: migrateIdentity.outputs.name
+    registryServer: registry.outputs.loginServer
+    image: botImage.outputs.image
+    command: [
+      'crag-feedback'
+      '--store'
+      'postgres'
+      'migrate'
+      '--grant'
+      postgresBotRole
+      '--object-id'
+      identity.outputs.principalId
+    ]
+    cpu: '0.5'
+    memory: '1Gi'
+    timeoutSeconds: 600
+    settings: {
+      CRAG_POSTGRES_URL: postgres.outputs.migrationUrl
+      CRAG_POSTGRES_AUTH: 'entra'
     }
   }
+  // The endpoint's DNS record must exist before the job resolves the server's name.
+  dependsOn: [
+    postgresEndpoint
+  ]
 }
 
 module bot 'modules/bot.bicep' = {
@@ -329,6 +520,53 @@ output AZURE_SEARCH_ENDPOINT string = searchEndpoint
 output AZURE_SEARCH_SERVICE_NAME string = createSearch ? search.outputs.name : ''
 output AZURE_SEARCH_INDEX string = searchIndexName
 output AZURE_SEARCH_MODE string = searchMode
+// Fills AI Search from the SharePoint library, every hour and on demand, as its own identity: the
+// bot's identity can only query the index. Its log lines and exit status go to the environment's
+// Log Analytics workspace, which Application Insights is based on; its traces to Application
+// Insights itself (the connection string, the one secret it may read).
+module indexJob 'modules/job.bicep' = if (!empty(sharePointSite)) {
+  name: 'job-index'
+  scope: rg
+  params: {
+    name: 'job-index-${resourceToken}'
+    location: location
+    tags: tags
+    environmentId: app.outputs.environmentId
+    identityName: indexIdentity.outputs.name
+    registryServer: registry.outputs.loginServer
+    image: botImage.outputs.image
+    command: ['crag-ingest', '--source', 'sharepoint', '--target', 'azure']
+    cronExpression: indexSchedule
+    keyVaultUri: keyVault.outputs.uri
+    secretSettings: {
+      APPLICATIONINSIGHTS_CONNECTION_STRING: keyVault.outputs.appInsightsSecretName
+    }
+    settings: {
+      AZURE_OPENAI_ENDPOINT: openAiEndpoint
+      AZURE_OPENAI_EMBEDDING_DEPLOYMENT: embeddingModelName
+      AZURE_SEARCH_ENDPOINT: searchEndpoint
+      AZURE_SEARCH_INDEX: searchIndexName
+      AZURE_SEARCH_MODE: searchMode
+      CRAG_SHAREPOINT_SITE: sharePointSite
+      CRAG_SHAREPOINT_DRIVE: sharePointDrive
+      CRAG_SHAREPOINT_FOLDER: sharePointFolder
+      // Graph as the job's own identity: its app role and the site grant are given once by an
+      // admin (deploy/azd/grant-graph-access.sh); no client secret exists.
+      GRAPH_AUTH: 'managed_identity'
+      // Where cited files of a folder source open: the bot's signed /docs links (SharePoint files
+      // open at their own web URL, trimmed by access as today).
+      CRAG_DOCS_BASE_URL: app.outputs.docsBaseUrl
+      OTEL_SERVICE_NAME: 'crag-ingest'
+    }
+  }
+}
+
 output POSTGRES_SERVER_NAME string = postgres.outputs.name
+output AZURE_MIGRATE_JOB_NAME string = migrateJob.outputs.name
+output AZURE_INDEX_JOB_NAME string = empty(sharePointSite) ? '' : indexJob!.outputs.name
+// deploy/azd/grant-graph-access.sh gives this identity Graph's Sites.Selected and the site.
+output AZURE_INDEX_PRINCIPAL_ID string = indexIdentity.outputs.principalId
+output AZURE_INDEX_CLIENT_ID string = indexIdentity.outputs.clientId
+output AZURE_SHAREPOINT_SITE string = sharePointSite
 output REDIS_NAME string = redis.outputs.name
 output APPLICATIONINSIGHTS_NAME string = monitoring.outputs.appInsightsName

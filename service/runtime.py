@@ -26,6 +26,7 @@ def make_feedback(settings: BotSettings) -> Feedback:
             pool_size=settings.postgres_pool_size,
             # Entra: the identity's token is the password (in Azure, password logins are off).
             password=TokenPassword(POSTGRES_SCOPE) if settings.postgres_auth == "entra" else None,
+            migrate=settings.postgres_migrate,
         )
     return FeedbackStore(settings.feedback_db)
 

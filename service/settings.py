@@ -35,6 +35,9 @@ class BotSettings(CragSettings):
     # password), as Azure's PostgreSQL with Entra-only authentication asks; "password": the DSN's own.
     postgres_auth: Literal["password", "entra"] = Field(default="password", alias="CRAG_POSTGRES_AUTH")
     postgres_pool_size: int = Field(default=10, ge=1, le=200, alias="CRAG_POSTGRES_POOL_SIZE")
+    # false: the bot's role may not change the schema (Azure: the migration job owns it); the bot only
+    # checks the version and keeps writes in the pending file until the job has run.
+    postgres_migrate: bool = Field(default=True, alias="CRAG_POSTGRES_MIGRATE")
     # Postgres store: writes the server could not take wait in this local file until it is back.
     # Empty: feedback-postgres.pending.jsonl next to CRAG_FEEDBACK_DB.
     feedback_pending: str = Field(default="", alias="CRAG_FEEDBACK_PENDING")

@@ -247,6 +247,10 @@ class FakeGraph:
             {"token_type": "Bearer", "expires_in": 3599, "ext_expires_in": 3599, "access_token": token}
         )
 
+    def accept(self, token: str) -> None:
+        """Take a token another authority issued (a managed identity's) as one of this Graph's."""
+        self._tokens.add(token)
+
     # -- Graph ------------------------------------------------------------------------------------
     async def _graph(self, request: web.Request) -> web.StreamResponse:
         raw = request.rel_url.raw_path

@@ -267,6 +267,10 @@ def test_every_secret_setting_comes_from_key_vault() -> None:
     fields = setting_fields()
     plain, secret = container_settings()
     plain_secrets = {name for name in plain if fields.get(name) is SecretStr}
+    # A DSN is a secret setting because it may hold a password; with Entra login it holds none (the
+    # token is the password: tests/test_infra_keyless.py checks the URL has no password part).
+    if plain.get("CRAG_POSTGRES_AUTH") == "entra":
+        plain_secrets.discard("CRAG_POSTGRES_URL")
     assert not plain_secrets, f"secret settings given as plain values: {sorted(plain_secrets)}"
     not_secret = {name for name in secret if fields.get(name) is not SecretStr}
     assert not not_secret, f"Key Vault references for settings that are not secrets: {sorted(not_secret)}"
@@ -399,3 +403,44 @@ def test_toolkit_derives_the_teams_app_id_the_package_tool_does() -> None:
         [sys.executable, "-c", code.group(1), app_id], capture_output=True, text=True, check=True
     )
     assert run.stdout.strip() == derived_teams_app_id(app_id)
+
+
+def test_local_debugging_registers_a_single_tenant_bot() -> None:
+    """Azure creates no new multi-tenant bots: the toolkit's local environment makes an Entra app of
+    this tenant only, an Azure Bot of type SingleTenant for it, and the bot's .env says so, which
+    botbuilder turns into credentials for that tenant."""
+    import yaml
+    from botframework.connector.auth import PasswordServiceClientCredentialFactory
+
+    local = yaml.safe_load(TOOLKIT_FILES[1].read_text("utf-8"))
+    steps = {step["uses"]: step for step in local["provision"] + local["deploy"]}
+    assert not {"botAadApp/create", "botFramework/create"} & set(steps)  # multi-tenant registrations
+    app = steps["aadApp/create"]
+    assert app["with"]["signInAudience"] == "AzureADMyOrg"
+    assert app["writeToEnvironmentFile"]["tenantId"] == "MICROSOFT_APP_TENANT_ID"
+    (template,) = steps["arm/deploy"]["with"]["templates"]
+    bicep = (ROOT / template["path"]).read_text("utf-8")
+    assert "msaAppType: 'SingleTenant'" in bicep and "msaAppTenantId: tenantId" in bicep
+    parameters = json.loads((ROOT / template["parameters"]).read_text("utf-8"))["parameters"]
+    assert parameters["tenantId"]["value"] == "${{MICROSOFT_APP_TENANT_ID}}"
+    assert parameters["appId"]["value"] == "${{MICROSOFT_APP_ID}}"
+    envs = steps["file/createOrUpdateEnvironmentFile"]["with"]["envs"]
+    assert envs["MicrosoftAppType"] == "SingleTenant"
+    assert envs["MicrosoftAppTenantId"] == "${{MICROSOFT_APP_TENANT_ID}}"
+    # Nothing in the toolkit files or the deploy page registers a multi-tenant bot any more.
+    for path in (*TOOLKIT_FILES, ROOT / "docs" / "deploy.md"):
+        assert "MultiTenant" not in path.read_text("utf-8").replace("multi-tenant", ""), path.name
+
+    settings = BotSettings.model_validate(
+        {
+            "MicrosoftAppId": "00000000-0000-0000-0000-000000000001",
+            "MicrosoftAppPassword": "local-secret",
+            "MicrosoftAppType": envs["MicrosoftAppType"],
+            "MicrosoftAppTenantId": "00000000-0000-0000-0000-000000000002",
+        }
+    )
+    from botbuilder.integration.aiohttp import ConfigurationServiceClientCredentialFactory
+
+    factory = ConfigurationServiceClientCredentialFactory(settings.bot_framework_config())
+    assert isinstance(factory._inner, PasswordServiceClientCredentialFactory)
+    assert factory._inner.tenant_id == "00000000-0000-0000-0000-000000000002"

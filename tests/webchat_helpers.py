@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import redis.asyncio as aioredis
 from aiohttp import web
 from aiohttp.test_utils import TestClient, TestServer
 from botbuilder.core import ActivityHandler, TurnContext
@@ -85,9 +86,13 @@ class Harness:
 
 @asynccontextmanager
 async def webchat_app(
-    limits: LocalLimits | None = None, bundle: Path = DEFAULT_BUNDLE, **setting_values: Any
+    limits: LocalLimits | None = None,
+    bundle: Path = DEFAULT_BUNDLE,
+    shared: aioredis.Redis | None = None,
+    **setting_values: Any,
 ) -> AsyncIterator[Harness]:
-    """An app with only the Web Chat routes, served on 127.0.0.1 (the bot replies over HTTP to it)."""
+    """An app with only the Web Chat routes, served on 127.0.0.1 (the bot replies over HTTP to it).
+    shared: the Redis its token limit is counted in, with other apps (replicas) given the same."""
     config = settings(**setting_values)
     adapter = CloudAdapter(ConfigurationBotFrameworkAuthentication(config.bot_framework_config()))
     bot = EchoBot()
@@ -95,7 +100,15 @@ async def webchat_app(
     # As app.py wires it: the client's address is found before any handler runs.
     app = web.Application(middlewares=[client_address.middleware(config.proxy_networks)])
     setup_webchat(
-        app, config, adapter, bot.on_turn, limits=limits, bundle=bundle, monotonic=monotonic, wall_clock=wall
+        app,
+        config,
+        adapter,
+        bot.on_turn,
+        limits=limits,
+        bundle=bundle,
+        monotonic=monotonic,
+        wall_clock=wall,
+        shared=shared,
     )
     async with TestClient(TestServer(app, host="127.0.0.1")) as client:
         yield Harness(client, bot, monotonic, wall)

@@ -1,12 +1,13 @@
 """Check a running scale-out stack (compose.yaml) from outside, through its proxy.
 
-    .venv/bin/python tools/check_scale_out.py [PROXY_URL] [--postgres DSN]
+    .venv/bin/python tools/check_scale_out.py [PROXY_URL] [--replicas N] [--postgres DSN]
 
 PROXY_URL defaults to http://localhost:8080, DSN to the compose stack's PostgreSQL on 127.0.0.1
 (CRAG_POSTGRES_PORT, CRAG_POSTGRES_PASSWORD as for compose.yaml). It shows, on the sample documents
 the stack serves by default:
 
-1. both instances answer behind the proxy, with the answer cache in Redis;
+1. every replica (--replicas, default 2: compose.yaml's; 3 after `--scale bot=3`) answers behind the
+   proxy, with the answer cache in Redis;
 2. one conversation's turns alternate between the instances (the proxy round-robins) and keep their
    history: a follow-up is answered as read with the question before it, which another instance
    stored in Blob state (the same follow-up in a new conversation gets another answer);
@@ -19,7 +20,7 @@ the stack serves by default:
 It talks to the bot as a Bot Framework client with deliveryMode expectReplies, so the replies come
 back in the HTTP response: without an app id the bot posts replies only to a loopback serviceUrl,
 and inside a container that is the container itself. The proxy names the instance that answered in
-X-Served-By (deploy/compose/nginx.conf). Exit status 0 when every check passed.
+X-Served-By (deploy/compose/nginx.conf.template). Exit status 0 when every check passed.
 """
 
 from __future__ import annotations
@@ -158,11 +159,11 @@ class Client:
             return response.headers.get(SERVED_BY, "?"), response.status, payload
 
 
-async def wait_for_both(client: Client, checks: Checks, timeout: float) -> list[str]:
-    """Poll /api/health until two instances have answered 200 (the proxy alternates between them)."""
+async def wait_for_all(client: Client, checks: Checks, timeout: float, replicas: int) -> list[str]:
+    """Poll /api/health until `replicas` instances have answered 200 (the proxy goes round them)."""
     healthy: dict[str, dict[str, Any]] = {}
     deadline = time.monotonic() + timeout
-    while len(healthy) < 2 and time.monotonic() < deadline:
+    while len(healthy) < replicas and time.monotonic() < deadline:
         try:
             instance, status, payload = await client.health()
         except (aiohttp.ClientError, ValueError):
@@ -172,7 +173,9 @@ async def wait_for_both(client: Client, checks: Checks, timeout: float) -> list[
         else:
             await asyncio.sleep(1)
     cache = {i: p.get("cache", {}).get("backend") for i, p in healthy.items()}
-    checks.check(len(healthy) >= 2, "two instances answer behind the proxy", ", ".join(sorted(healthy)))
+    checks.check(
+        len(healthy) >= replicas, f"{replicas} instances answer behind the proxy", ", ".join(sorted(healthy))
+    )
     checks.check(
         bool(cache) and all(b == "redis" for b in cache.values()),
         "their answer cache is in Redis",
@@ -181,7 +184,7 @@ async def wait_for_both(client: Client, checks: Checks, timeout: float) -> list[
     return sorted(healthy)
 
 
-async def check_conversation(client: Client, checks: Checks) -> Reply:
+async def check_conversation(client: Client, checks: Checks, replicas: int) -> Reply:
     conversation = f"scale-out-{uuid.uuid4().hex[:12]}"
     first = await client.say(conversation, FIRST)
     follow = await client.say(conversation, FOLLOW_UP)
@@ -191,7 +194,7 @@ async def check_conversation(client: Client, checks: Checks) -> Reply:
     order = " → ".join(t.instance for t in turns)
     checks.check(all(t.status == 200 for t in turns), "every turn answered", str([t.status for t in turns]))
     checks.check(
-        len({t.instance for t in turns}) == 2
+        len({t.instance for t in turns}) == min(replicas, len(turns))
         and all(a.instance != b.instance for a, b in itertools.pairwise(turns)),
         "one conversation's turns alternate between the instances",
         order,
@@ -281,14 +284,16 @@ async def check_webchat(client: Client, checks: Checks) -> None:
     )
 
 
-async def main_async(proxy: str, dsn: str, timeout: float) -> int:
+async def main_async(proxy: str, dsn: str, timeout: float, replicas: int = 2) -> int:
     checks = Checks()
     async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=120)) as session:
         client = Client(session, proxy)
-        if len(await wait_for_both(client, checks, timeout)) < 2:
-            print("not both instances are up: see `docker compose ps` / `podman ps` and their logs")
+        if len(await wait_for_all(client, checks, timeout, replicas)) < replicas:
+            print(
+                f"not all {replicas} instances are up: see `docker compose ps` / `podman ps` and their logs"
+            )
             return 1
-        answered = await check_conversation(client, checks)
+        answered = await check_conversation(client, checks, replicas)
         try:
             db = await asyncpg.connect(dsn, timeout=10)
         except (OSError, asyncpg.PostgresError) as exc:
@@ -310,9 +315,12 @@ def main() -> int:
     parser.add_argument(
         "--postgres", default=DEFAULT_DSN, help="the stack's PostgreSQL (default: compose.yaml's)"
     )
-    parser.add_argument("--timeout", type=float, default=180, help="seconds to wait for both instances")
+    parser.add_argument("--timeout", type=float, default=180, help="seconds to wait for every instance")
+    parser.add_argument("--replicas", type=int, default=2, help="bot replicas behind the proxy (default 2)")
     args = parser.parse_args()
-    return asyncio.run(main_async(args.proxy, args.postgres, args.timeout))
+    if args.replicas < 2:
+        parser.error("--replicas must be 2 or more: the checks compare instances")
+    return asyncio.run(main_async(args.proxy, args.postgres, args.timeout, args.replicas))
 
 
 if __name__ == "__main__":

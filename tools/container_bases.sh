@@ -135,7 +135,8 @@ mkdir -p "$WORK/node"
 { base_header; apt_layer nodejs npm; echo 'CMD ["node"]'; } > "$WORK/node/Containerfile"
 
 # nginx: like the public image, nginx in the foreground, logs to the container's output, no
-# Debian default site (compose.yaml mounts the whole /etc/nginx/nginx.conf).
+# Debian default site. Too old for compose.yaml's proxy now (no upstream `resolve` before nginx 1.27.3,
+# no template entrypoint): docs/container.md.
 mkdir -p "$WORK/nginx"
 {
   base_header

@@ -12,12 +12,12 @@ import logging
 from aiohttp import web
 
 from service.client_address import client_of
+from service.shared_limits import SharedRateLimit
 from webchat.cors import Cors
 from webchat.directline_api import PREFIX as LOCAL_PREFIX
 from webchat.errors import ApiError, too_many_requests
 from webchat.ids import new_user_id
 from webchat.local_directline import LocalDirectLine
-from webchat.ratelimit import RateLimiter
 from webchat.token_exchange import DirectLineTokenClient, TokenExchangeError
 
 log = logging.getLogger(__name__)
@@ -31,7 +31,7 @@ class TokenApi:
     def __init__(
         self,
         cors: Cors,
-        limiter: RateLimiter,
+        limiter: SharedRateLimit,
         exchange: DirectLineTokenClient | None,
         local: LocalDirectLine | None,
         public_base_url: str = "",
@@ -59,7 +59,7 @@ class TokenApi:
 
     async def _token(self, request: web.Request) -> web.Response:
         # The client's address: X-Forwarded-For only from a trusted proxy (service/client_address.py).
-        wait = self._limiter.acquire(client_of(request))
+        wait = await self._limiter.acquire(client_of(request))
         if wait:
             raise too_many_requests(wait, "too many token requests; try again later")
         if self._exchange is not None:

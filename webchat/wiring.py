@@ -12,10 +12,12 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
+import redis.asyncio as aioredis
 from aiohttp import web
 
 from service.examples import example_questions
 from service.settings import BotSettings
+from service.shared_limits import SharedRateLimit
 from service.texts import LANGS, t
 from webchat.accesslog import quiet_access_log
 from webchat.bridge import BotBridge, TurnLogic, TurnProcessor
@@ -50,6 +52,7 @@ def setup_webchat(
     limits: LocalLimits | None = None,
     bundle: Path = DEFAULT_BUNDLE,
     monotonic: Callable[[], float] = time.monotonic,
+    shared: aioredis.Redis | None = None,
     wall_clock: Callable[[], float] = time.time,
 ) -> None:
     """Register GET /chat, POST /api/directline/token and (local mode) /v3/directline on `app`.
@@ -85,7 +88,9 @@ def setup_webchat(
     origins = tuple(_origin(u) for u in (settings.direct_line_endpoint, settings.public_base_url) if u)
     ChatPage(settings.bot_name, _page_config(settings), bundle, origins).register(app)
     per_second = settings.webchat_tokens_per_minute / 60
-    limiter = RateLimiter(per_second, burst=min(settings.webchat_tokens_per_minute, 5), clock=monotonic)
+    # Per client across every replica when Redis is there (service/shared_limits.py), else per replica.
+    memory = RateLimiter(per_second, burst=min(settings.webchat_tokens_per_minute, 5), clock=monotonic)
+    limiter = SharedRateLimit("webchat-token", memory, shared)
     TokenApi(cors, limiter, exchange, local, settings.public_base_url, not_configured).register(app)
     if exchange is not None:
         app[TOKEN_EXCHANGE] = exchange

@@ -24,6 +24,7 @@ from tqdm import tqdm
 from crag.config.settings import CragSettings
 from crag.ingest.local_target import BuildReport
 from crag.runtime.handle import EngineHandle
+from crag.runtime.traced import traced_run
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -62,7 +63,11 @@ def main(argv: list[str] | None = None) -> int:
     if args.target == "azure":
         from crag.ingest.azure_target import ingest_azure
 
-        return int(asyncio.run(ingest_azure(args.docs, settings)))
+        async def into_azure() -> int:
+            return int(await ingest_azure(args.docs, settings))
+
+        attributes = {"crag.ingest.source": "folder", "crag.ingest.target": "azure"}
+        return asyncio.run(traced_run("crag.ingest", attributes, settings.tracing, into_azure))
     # The folder the bot serving DIR would use (CRAG_INDEX_DIR, else one derived from DIR); no watching.
     local = settings.for_docs(args.docs, args.index_dir).model_copy(
         update={"search_provider": "local", "watch_docs": False}
@@ -95,7 +100,15 @@ def _sharepoint(args: argparse.Namespace) -> int:
         return 2
     from crag.cli.sharepoint import run
 
-    return asyncio.run(run(settings, args.target, args.index_dir, args.full))
+    attributes = {"crag.ingest.source": "sharepoint", "crag.ingest.target": args.target}
+    return asyncio.run(
+        traced_run(
+            "crag.ingest",
+            attributes,
+            settings.tracing,
+            lambda: run(settings, args.target, args.index_dir, args.full),
+        )
+    )
 
 
 def _one_line(exc: ValueError) -> str:

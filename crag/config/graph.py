@@ -1,10 +1,12 @@
-"""The GRAPH_* settings: the Entra ID app the bot calls Microsoft Graph as (app-only, client secret).
+"""The GRAPH_* settings: the Entra ID app the bot calls Microsoft Graph as (app-only: a client secret,
+or, with GRAPH_AUTH=managed_identity, the managed identity the process runs as, which needs no secret).
 
 Read apart from the client, which imports the Graph SDK (a large package): settings load fast.
 """
 
 from __future__ import annotations
 
+from typing import Literal
 from urllib.parse import urlsplit
 
 from pydantic import Field, SecretStr, field_validator
@@ -17,6 +19,10 @@ _LOOPBACK = {"127.0.0.1", "localhost", "::1"}
 
 
 class GraphSettings(EnvSettings):
+    # managed_identity: Graph's app roles (Sites.Read.All or Sites.Selected, GroupMember.Read.All) are
+    # granted to the identity itself (docs/sharepoint.md); the token comes from azure-identity
+    # (AZURE_CLIENT_ID names a user-assigned identity), so no client secret exists to keep or rotate.
+    auth: Literal["secret", "managed_identity"] = Field(default="secret", alias="GRAPH_AUTH")
     tenant_id: str = Field(default="", alias="GRAPH_TENANT_ID")
     client_id: str = Field(default="", alias="GRAPH_CLIENT_ID")
     client_secret: SecretStr = Field(default=SecretStr(""), alias="GRAPH_CLIENT_SECRET")
@@ -42,10 +48,12 @@ class GraphSettings(EnvSettings):
 
     @property
     def configured(self) -> bool:
-        return bool(self.tenant_id and self.client_id and self.client_secret.get_secret_value())
+        return not self.missing()
 
     def missing(self) -> list[str]:
         """The names of the settings still needed for app-only access."""
+        if self.auth == "managed_identity":
+            return []
         needed = {
             "GRAPH_TENANT_ID": self.tenant_id,
             "GRAPH_CLIENT_ID": self.client_id,

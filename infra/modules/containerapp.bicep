@@ -19,6 +19,10 @@ param memory string
 param minReplicas int
 param maxReplicas int
 param keyVaultUri string
+@description('The environment\'s subnet (modules/network.bicep): the app reaches the private endpoints from it.')
+param infrastructureSubnetId string
+@description('CRAG_TRUSTED_PROXIES: the addresses of what fronts the app (the environment\'s ingress, in its subnet).')
+param trustedProxies string
 @description('Key Vault secret names by use; an empty name leaves that setting out.')
 param secretNames object
 @description('Plain settings (docs/settings.md names): environment variable name to value.')
@@ -37,6 +41,12 @@ resource containerEnv 'Microsoft.App/managedEnvironments@2024-03-01' = {
   location: location
   tags: tags
   properties: {
+    // In the network in both modes: PostgreSQL has no public access (modules/network.bicep). The
+    // environment's ingress stays public (Teams and Web Chat reach it); what the app calls is private.
+    vnetConfiguration: {
+      infrastructureSubnetId: infrastructureSubnetId
+      internal: false
+    }
     appLogsConfiguration: {
       destination: 'log-analytics'
       logAnalyticsConfiguration: {
@@ -57,7 +67,6 @@ resource containerEnv 'Microsoft.App/managedEnvironments@2024-03-01' = {
 var secretSettings = filter(
   [
     { env: 'CRAG_CACHE_URL', secret: secretNames.redis }
-    { env: 'CRAG_POSTGRES_URL', secret: secretNames.postgres }
     { env: 'APPLICATIONINSIGHTS_CONNECTION_STRING', secret: secretNames.appInsights }
     { env: 'CRAG_LINK_SECRET', secret: secretNames.link }
     { env: 'SERPAPI_API_KEY', secret: secretNames.serpApi }
@@ -65,17 +74,21 @@ var secretSettings = filter(
   s => !empty(s.secret)
 )
 
+// The app's own address: links to /docs/, the answer cache's key, the admin cookie's Secure flag.
+var publicBaseUrl = 'https://${appName}.${containerEnv.properties.defaultDomain}'
+
 var fixedSettings = [
   { name: 'PORT', value: string(port) }
-  // The app's own address: links to /docs/, the answer cache's key, the admin cookie's Secure flag.
-  { name: 'PUBLIC_BASE_URL', value: 'https://${appName}.${containerEnv.properties.defaultDomain}' }
-  // Several replicas share conversations (Blob) and ratings (PostgreSQL); the connection settings
-  // are secrets above.
+  { name: 'PUBLIC_BASE_URL', value: publicBaseUrl }
+  // The base of cited files' links, the same the indexing job writes into the index (main.bicep).
+  { name: 'CRAG_DOCS_BASE_URL', value: '${publicBaseUrl}/docs' }
+  // Several replicas share conversations (Blob) and ratings (PostgreSQL), signed in as the identity.
   { name: 'STATE_STORAGE', value: 'blob' }
   { name: 'CRAG_FEEDBACK_STORE', value: 'postgres' }
-  // Requests reach the bot only through the environment's ingress proxy, from private addresses:
-  // its X-Forwarded-For then names the client for the Web Chat token and admin sign-in limits.
-  { name: 'CRAG_TRUSTED_PROXIES', value: '10.0.0.0/8,100.64.0.0/10,172.16.0.0/12,192.168.0.0/16' }
+  // Requests reach the bot only through the environment's ingress proxy, which runs in the
+  // environment's own subnet: its X-Forwarded-For names the client for the Web Chat token and admin
+  // sign-in limits. Nothing else in the network may choose its client address.
+  { name: 'CRAG_TRUSTED_PROXIES', value: trustedProxies }
 ]
 
 var probes = [
@@ -185,4 +198,6 @@ resource app 'Microsoft.App/containerApps@2024-03-01' = {
 
 output name string = app.name
 output environmentName string = containerEnv.name
+output environmentId string = containerEnv.id
+output docsBaseUrl string = '${publicBaseUrl}/docs'
 output fqdn string = app.properties.configuration.ingress.fqdn

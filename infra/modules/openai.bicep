@@ -12,10 +12,11 @@ param embeddingModelName string
 param embeddingModelVersion string
 param embeddingDeploymentSku string
 param embeddingDeploymentCapacity int
+@description('usePrivateEndpoint: reached only through its private endpoint, public access off.')
+param privateOnly bool
 param botPrincipalId string
-param deployerPrincipalId string
-@allowed(['User', 'ServicePrincipal'])
-param deployerPrincipalType string
+@description('The indexing job\'s identity: it embeds the documents with the same deployment.')
+param indexerPrincipalId string
 
 var openAiUserRoleId = '5e0bd9bd-7b93-4f28-af87-19fc36ad61bd'
 
@@ -29,7 +30,10 @@ resource account 'Microsoft.CognitiveServices/accounts@2024-10-01' = {
   }
   properties: {
     customSubDomainName: name
-    publicNetworkAccess: 'Enabled'
+    publicNetworkAccess: privateOnly ? 'Disabled' : 'Enabled'
+    networkAcls: {
+      defaultAction: privateOnly ? 'Deny' : 'Allow'
+    }
     disableLocalAuth: true
   }
 }
@@ -81,16 +85,17 @@ resource botCallsOpenAi 'Microsoft.Authorization/roleAssignments@2022-04-01' = {
   }
 }
 
-// crag-ingest run by the deployer embeds the documents with the same deployment (hybrid mode).
-resource deployerCallsOpenAi 'Microsoft.Authorization/roleAssignments@2022-04-01' = if (!empty(deployerPrincipalId)) {
-  name: guid(account.id, deployerPrincipalId, openAiUserRoleId)
+// The indexing job embeds the documents with the same deployment (hybrid mode).
+resource indexerCallsOpenAi 'Microsoft.Authorization/roleAssignments@2022-04-01' = {
+  name: guid(account.id, indexerPrincipalId, openAiUserRoleId)
   scope: account
   properties: {
-    principalId: deployerPrincipalId
-    principalType: deployerPrincipalType
+    principalId: indexerPrincipalId
+    principalType: 'ServicePrincipal'
     roleDefinitionId: subscriptionResourceId('Microsoft.Authorization/roleDefinitions', openAiUserRoleId)
   }
 }
 
 output endpoint string = account.properties.endpoint
 output name string = account.name
+output id string = account.id

@@ -1,14 +1,18 @@
-// The answers and ratings store shared by every replica (CRAG_FEEDBACK_STORE=postgres). The bot
-// connects with a password in its DSN (asyncpg, no Entra ID token), so password authentication is on
-// and the DSN goes to the vault.
+// The answers and ratings store shared by every replica (CRAG_FEEDBACK_STORE=postgres). Microsoft
+// Entra authentication only: no password exists. The server's one Entra administrator is the
+// migration identity, used only by the migration job (modules/jobs.bicep), which owns the schema and
+// makes the bot's own role (service/feedback/postgres_roles.py: data rights on the feedback tables,
+// nothing else). The bot logs in as that role with its managed identity's token. Reached only
+// through its private endpoint: no public access, no firewall rule.
 param name string
 param location string
 param tags object
-param adminLogin string
-@secure()
-param adminPassword string
 param databaseName string
-param keyVaultName string
+@description('The migration identity: the server\'s Entra administrator.')
+param adminPrincipalId string
+param adminPrincipalName string
+@description('The bot\'s role: the migration job creates it for the bot identity\'s object id.')
+param botRoleName string
 
 resource server 'Microsoft.DBforPostgreSQL/flexibleServers@2024-08-01' = {
   name: name
@@ -20,8 +24,6 @@ resource server 'Microsoft.DBforPostgreSQL/flexibleServers@2024-08-01' = {
   }
   properties: {
     version: '16'
-    administratorLogin: adminLogin
-    administratorLoginPassword: adminPassword
     storage: {
       storageSizeGB: 32
     }
@@ -33,24 +35,23 @@ resource server 'Microsoft.DBforPostgreSQL/flexibleServers@2024-08-01' = {
       mode: 'Disabled'
     }
     authConfig: {
-      activeDirectoryAuth: 'Disabled'
-      passwordAuth: 'Enabled'
+      activeDirectoryAuth: 'Enabled'
+      passwordAuth: 'Disabled'
+      tenantId: tenant().tenantId
     }
     network: {
-      publicNetworkAccess: 'Enabled'
+      publicNetworkAccess: 'Disabled'
     }
   }
 }
 
-// A consumption Container App has no fixed outbound address to allow, so the server admits
-// connections from Azure (0.0.0.0, Azure's convention for that) and relies on TLS and the password.
-// docs/deploy.md names the private-network alternative.
-resource allowAzure 'Microsoft.DBforPostgreSQL/flexibleServers/firewallRules@2024-08-01' = {
+resource admin 'Microsoft.DBforPostgreSQL/flexibleServers/administrators@2024-08-01' = {
   parent: server
-  name: 'AllowAllAzureServicesAndResourcesWithinAzureIps'
+  name: adminPrincipalId
   properties: {
-    startIpAddress: '0.0.0.0'
-    endIpAddress: '0.0.0.0'
+    principalType: 'ServicePrincipal'
+    principalName: adminPrincipalName
+    tenantId: tenant().tenantId
   }
 }
 
@@ -61,32 +62,16 @@ resource database 'Microsoft.DBforPostgreSQL/flexibleServers/databases@2024-08-0
     charset: 'UTF8'
     collation: 'en_US.utf8'
   }
-}
-
-resource vault 'Microsoft.KeyVault/vaults@2023-07-01' existing = {
-  name: keyVaultName
-}
-
-// Read back by main.parameters.json on the next provision, so the password stays the same.
-resource password 'Microsoft.KeyVault/vaults/secrets@2023-07-01' = {
-  parent: vault
-  name: 'postgres-admin-password'
-  properties: {
-    value: adminPassword
-  }
-}
-
-resource url 'Microsoft.KeyVault/vaults/secrets@2023-07-01' = {
-  parent: vault
-  name: 'postgres-url'
-  properties: {
-    value: 'postgresql://${adminLogin}:${uriComponent(adminPassword)}@${server.properties.fullyQualifiedDomainName}:5432/${database.name}?sslmode=require'
-  }
-  // The app waits for this secret: by then the firewall admits it.
+  // One change at a time: the server refuses an administrator and a database at once.
   dependsOn: [
-    allowAzure
+    admin
   ]
 }
 
+var host = server.properties.fullyQualifiedDomainName
+
 output name string = server.name
-output urlSecretName string = url.name
+output id string = server.id
+// No password in either: the user is a role, the password its identity's token (CRAG_POSTGRES_AUTH=entra).
+output botUrl string = 'postgresql://${botRoleName}@${host}:5432/${database.name}?sslmode=require'
+output migrationUrl string = 'postgresql://${adminPrincipalName}@${host}:5432/${database.name}?sslmode=require'

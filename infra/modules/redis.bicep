@@ -1,12 +1,13 @@
 // The answer cache shared by every replica (CRAG_CACHE_URL). Azure Managed Redis, the successor
-// Microsoft names for Azure Cache for Redis. The bot's Redis client authenticates with a password in
-// the URL, not Entra ID, so access keys are enabled and the URL goes to the vault. Without high
+// Microsoft names for Azure Cache for Redis. Without high
 // availability: the cache is never needed to answer (a failed call is a miss), so a second node
-// would double the price for nothing the users would notice.
+// would double the price for nothing the users would notice. Keyless: Entra authentication only.
 param name string
 param location string
 param tags object
 param keyVaultName string
+@description('usePrivateEndpoint: reached only through its private endpoint, public access off.')
+param privateOnly bool
 @description('The bot identity: its object id is its Redis user, an Entra token its password.')
 param botPrincipalId string
 
@@ -20,7 +21,7 @@ resource cluster 'Microsoft.Cache/redisEnterprise@2025-07-01' = {
   properties: {
     minimumTlsVersion: '1.2'
     highAvailability: 'Disabled'
-    publicNetworkAccess: 'Enabled'
+    publicNetworkAccess: privateOnly ? 'Disabled' : 'Enabled'
   }
 }
 
@@ -70,4 +71,5 @@ resource url 'Microsoft.KeyVault/vaults/secrets@2023-07-01' = {
 }
 
 output name string = cluster.name
+output id string = cluster.id
 output urlSecretName string = url.name

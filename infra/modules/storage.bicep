@@ -1,10 +1,11 @@
-// Blob storage for the conversation state (STATE_STORAGE=blob). The bot's blob state
-// (botbuilder-azure 4.17 BlobStorage, bot/blob_state.py) only takes a connection string, so the
-// account key is needed: shared-key access stays on, and the connection string goes to the vault.
+// Blob storage for the conversation state (STATE_STORAGE=blob) and the vector cache. Keyless: shared
+// keys are off and the bot signs in with its identity (bot/blob_state.py, AZURE_STORAGE_ACCOUNT_URL).
 param name string
 param location string
 param tags object
 param containerName string
+@description('usePrivateEndpoint: reached only through its private endpoint, public access off.')
+param privateOnly bool
 @description('The bot identity: Blob data access for its conversation state and the vector cache.')
 param botPrincipalId string
 
@@ -23,6 +24,11 @@ resource account 'Microsoft.Storage/storageAccounts@2023-05-01' = {
     // Keyless: the account's shared keys are off; the bot signs in with its managed identity.
     allowSharedKeyAccess: false
     defaultToOAuthAuthentication: true
+    publicNetworkAccess: privateOnly ? 'Disabled' : 'Enabled'
+    networkAcls: {
+      defaultAction: privateOnly ? 'Deny' : 'Allow'
+      bypass: 'None'
+    }
   }
 }
 
@@ -85,5 +91,6 @@ resource botBlobData 'Microsoft.Authorization/roleAssignments@2022-04-01' = {
 }
 
 output name string = account.name
+output id string = account.id
 output containerName string = container.name
 output blobEndpoint string = account.properties.primaryEndpoints.blob

@@ -1,5 +1,6 @@
 """python -m service.feedback [--store sqlite|postgres] [--db FILE] export [--format csv|jsonl] [--out FILE]
-python -m service.feedback [--store sqlite|postgres] [--db FILE] stats [--json] | migrate
+python -m service.feedback [--store sqlite|postgres] [--db FILE] stats [--json]
+python -m service.feedback --store postgres migrate [--grant ROLE [--object-id OID]]
 python -m service.feedback [--store sqlite|postgres] [--db FILE] to-eval [--down] [--refused] --out DIR
 [--corpus DIR]
 
@@ -8,7 +9,9 @@ Reads the feedback database the bot writes, so it is safe while the bot runs: th
 CRAG_FEEDBACK_STORE=postgres, the PostgreSQL database of CRAG_POSTGRES_URL (from the environment or .env
 only: a password on the command line would show in the process list). The settings are read as the bot
 reads them, from the environment and .env, so the CLI finds the store the bot writes to. `migrate`
-brings the schema up to date (the bot also does it at start). `to-eval` turns rated-down and refused
+brings the schema up to date (the bot also does it at start, unless CRAG_POSTGRES_MIGRATE=false); with
+--grant it also makes the bot's own role, limited to the feedback tables (service/feedback/postgres_roles.py),
+as Azure's migration job does with the bot identity's object id. `to-eval` turns rated-down and refused
 answers into an evaluation set for `python -m crag.cli.eval` (service/feedback/to_eval.py). Installed as
 a package: `crag-feedback`.
 """
@@ -39,6 +42,7 @@ class FeedbackCliSettings(EnvSettings):
     store: Literal["sqlite", "postgres"] = Field(default="sqlite", alias="CRAG_FEEDBACK_STORE")
     db: Path = Field(default=REPO_ROOT / "data" / "feedback.sqlite3", alias="CRAG_FEEDBACK_DB")
     postgres_url: SecretStr = Field(default=SecretStr(""), alias="CRAG_POSTGRES_URL")
+    postgres_auth: Literal["password", "entra"] = Field(default="password", alias="CRAG_POSTGRES_AUTH")
     docs_dir: Path = Field(default=SAMPLE_DOCS, alias="CRAG_DOCS_DIR")
 
 
@@ -91,7 +95,7 @@ def read_rows(store: str, db: Path) -> list[dict[str, Any]]:
     if store == "postgres":
         from service.feedback.postgres_store import read_rows as read_postgres_rows
 
-        return asyncio.run(read_postgres_rows(postgres_url(), COLUMNS))
+        return asyncio.run(read_postgres_rows(postgres_url(), COLUMNS, entra()))
     return read_sqlite_rows(db)
 
 
@@ -99,14 +103,23 @@ def postgres_url() -> str:
     return settings().postgres_url.get_secret_value()
 
 
-def migrate(store: str, db: Path) -> str:
-    """Bring the schema up to date; returns what was done, in words."""
+def entra() -> bool:
+    """CRAG_POSTGRES_AUTH=entra: log in with the identity's token (in Azure, as the bot does)."""
+    return settings().postgres_auth == "entra"
+
+
+def migrate(store: str, db: Path, grant: str = "", object_id: str = "") -> str:
+    """Bring the schema up to date (and, with grant, give the bot's role its rights); returns what
+    was done, in words."""
     if store == "postgres":
         from service.feedback.postgres_store import migrate_database
 
-        applied, version = asyncio.run(migrate_database(postgres_url()))
+        applied, version = asyncio.run(migrate_database(postgres_url(), entra(), grant, object_id))
         done = f"applied {', '.join(map(str, applied))}" if applied else "nothing to apply"
-        return f"feedback schema at version {version} ({done})"
+        granted = f"; {grant} may read and write the feedback tables only" if grant else ""
+        return f"feedback schema at version {version} ({done}){granted}"
+    if grant:
+        raise ValueError("--grant is for --store postgres (SQLite has no roles)")
     from service.feedback.store import FeedbackStore
 
     async def create() -> None:
@@ -182,7 +195,7 @@ def to_eval(store: str, db: Path, down: bool, refused: bool, corpus: Path, out: 
     from service.feedback import to_eval as exporter
 
     if store == "postgres":
-        flagged = asyncio.run(exporter.read_postgres(postgres_url(), down, refused))
+        flagged = asyncio.run(exporter.read_postgres(postgres_url(), down, refused, entra()))
     else:
         flagged = exporter.read_sqlite(db, down, refused)
     chosen = " or ".join(n for n, on in (("rated down", down), ("refused", refused)) if on)
@@ -218,7 +231,15 @@ def main(argv: list[str] | None = None, prog: str = "python -m service.feedback"
     exp.add_argument("--out", type=Path, default=None, help="file to write (default: standard output)")
     st = commands.add_parser("stats", help="likes and dislikes by branch and by day")
     st.add_argument("--json", action="store_true", help="machine-readable output")
-    commands.add_parser("migrate", help="bring the database's schema up to date")
+    mig = commands.add_parser("migrate", help="bring the database's schema up to date")
+    mig.add_argument(
+        "--grant", default="", metavar="ROLE", help="the bot's role: made if missing, data rights only"
+    )
+    mig.add_argument(
+        "--object-id",
+        default="",
+        help="with --grant on Azure: the bot identity's principal id (an Entra role)",
+    )
     ev = commands.add_parser(
         "to-eval",
         help="rated-down and refused answers as an evaluation set for python -m crag.cli.eval",
@@ -236,7 +257,8 @@ def main(argv: list[str] | None = None, prog: str = "python -m service.feedback"
     args = parser.parse_args(argv)
     try:
         if args.command == "migrate":
-            print(migrate(args.store, args.db or default_db()), file=sys.stderr)
+            done = migrate(args.store, args.db or default_db(), args.grant, args.object_id)
+            print(done, file=sys.stderr)
             return 0
         if args.command == "to-eval":
             both = not args.down and not args.refused

@@ -30,9 +30,10 @@ from urllib.parse import unquote, urlsplit
 
 import asyncpg
 
-from crag.infra.entra import TokenPassword
+from crag.infra.entra import POSTGRES_SCOPE, TokenPassword
 from service.feedback.pending import PendingFile, entry
-from service.feedback.postgres_schema import migrate, schema_version
+from service.feedback.postgres_roles import check_role, ensure_role, grant_bot_role
+from service.feedback.postgres_schema import LATEST, migrate, schema_version
 from service.feedback.protocol import (
     ANSWER_FIELDS,
     FLAG_FIELDS,
@@ -63,6 +64,12 @@ class FeedbackDatabaseError(FeedbackStoreError):
     """The server answered but refused the store (wrong password, no such database, no rights)."""
 
 
+class SchemaNotReady(Exception):
+    """The bot does not migrate (CRAG_POSTGRES_MIGRATE=false: its role may not) and the migration job has
+    not brought the schema to the version this code writes yet. Like an unreachable server, it passes:
+    writes wait in the fallback file until the job has run."""
+
+
 def check_dsn(dsn: str) -> None:
     """A ValueError naming what is wrong with a DSN, without repeating it (it may hold a password)."""
     if not dsn:
@@ -87,6 +94,8 @@ def describe_dsn(dsn: str) -> str:
 
 def unavailable(exc: BaseException) -> bool:
     """The server could not be reached or dropped the connection: the write may succeed later."""
+    if isinstance(exc, SchemaNotReady):
+        return True
     if isinstance(exc, asyncpg.InterfaceError):
         return "closed" in str(exc) or "closing" in str(exc)  # not a wrong call: a dropped connection
     return isinstance(
@@ -118,14 +127,17 @@ class PostgresFeedbackStore(RecordsWrites):
         replay_interval: float = 10.0,
         hold_unknown: float = 3600.0,
         password: TokenPassword | None = None,
+        migrate: bool = True,
     ) -> None:
         """password: called for each new connection (an Entra token, crag/infra/entra.py), instead of
-        a password in the DSN."""
+        a password in the DSN. migrate: apply missing migrations at open (False: only check the version,
+        for a role that may not change the schema; service/feedback/postgres_roles.py)."""
         check_dsn(dsn)
         if password is not None and urlsplit(dsn).password:
             raise ValueError("CRAG_POSTGRES_AUTH=entra: the DSN must not hold a password (the token is one)")
         self._dsn = dsn
         self._password = password
+        self._migrate = migrate
         self.where = describe_dsn(dsn)
         self.pending_path = pending_path
         self.quarantined: list[str] = []
@@ -208,7 +220,15 @@ class PostgresFeedbackStore(RecordsWrites):
             if self._schema_ready:
                 return
             async with self.pool.acquire() as conn:
-                await migrate(conn)
+                if self._migrate:
+                    await migrate(conn)
+                else:
+                    version = await schema_version(conn)
+                    if version < LATEST:
+                        raise SchemaNotReady(
+                            f"feedback schema at version {version}, this bot writes {LATEST}:"
+                            " run the migration (python -m service.feedback migrate)"
+                        )
             self._schema_ready = True
 
     # --- the public API -------------------------------------------------------------------------
@@ -461,19 +481,27 @@ async def _record_feedback(
 # --- for `python -m service.feedback` -------------------------------------------------------------------
 
 
-async def connect(dsn: str, timeout: float = 10.0) -> asyncpg.Connection:
+async def connect(dsn: str, timeout: float = 10.0, entra: bool = False) -> asyncpg.Connection:
+    """entra: log in with the identity's token as the password (CRAG_POSTGRES_AUTH=entra)."""
     check_dsn(dsn)
-    return await asyncpg.connect(dsn, timeout=timeout)
+    if not entra:
+        return await asyncpg.connect(dsn, timeout=timeout)
+    password = TokenPassword(POSTGRES_SCOPE)
+    try:
+        return await asyncpg.connect(dsn, timeout=timeout, password=await password())
+    finally:
+        await password.close()
 
 
-async def read_rows(dsn: str, columns: list[str]) -> list[dict[str, Any]]:
+async def read_rows(dsn: str, columns: list[str], entra: bool = False) -> list[dict[str, Any]]:
     """Every rating, oldest first (schema_version 0, i.e. never migrated: none)."""
-    return await fetch_rows(dsn, f"SELECT {', '.join(columns)} FROM answer_feedback ORDER BY id")
+    query = f"SELECT {', '.join(columns)} FROM answer_feedback ORDER BY id"
+    return await fetch_rows(dsn, query, entra=entra)
 
 
-async def fetch_rows(dsn: str, query: str, *args: object) -> list[dict[str, Any]]:
+async def fetch_rows(dsn: str, query: str, *args: object, entra: bool = False) -> list[dict[str, Any]]:
     """The rows of a read-only query over the feedback tables (schema_version 0: none to read)."""
-    conn = await connect(dsn)
+    conn = await connect(dsn, entra=entra)
     try:
         if await schema_version(conn) == 0:
             raise FileNotFoundError(
@@ -484,11 +512,19 @@ async def fetch_rows(dsn: str, query: str, *args: object) -> list[dict[str, Any]
         await conn.close()
 
 
-async def migrate_database(dsn: str) -> tuple[list[int], int]:
-    """Apply the missing migrations; returns those applied and the version reached."""
-    conn = await connect(dsn)
+async def migrate_database(
+    dsn: str, entra: bool = False, grant: str = "", object_id: str = ""
+) -> tuple[list[int], int]:
+    """Apply the missing migrations and, with grant, make the bot's role and give it its rights;
+    returns the migrations applied and the version reached."""
+    if grant:
+        check_role(grant)  # before connecting: a bad name is the caller's mistake, not the server's
+    conn = await connect(dsn, entra=entra)
     try:
         applied = await migrate(conn)
+        if grant:
+            await ensure_role(conn, grant, object_id)
+            await grant_bot_role(conn, grant)
         return applied, await schema_version(conn)
     finally:
         await conn.close()

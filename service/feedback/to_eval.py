@@ -81,12 +81,13 @@ def read_sqlite(db: Path, down: bool, refused: bool) -> list[Flagged]:
         conn.close()
 
 
-async def read_postgres(dsn: str, down: bool, refused: bool) -> list[Flagged]:
+async def read_postgres(dsn: str, down: bool, refused: bool, entra: bool = False) -> list[Flagged]:
     from service.feedback.postgres_store import fetch_rows
 
     refusals = _refusals()
     placeholders = [f"${i + 1}" for i in range(len(refusals))]
-    rows = await fetch_rows(dsn, _query(down, refused, placeholders), *(refusals if refused else []))
+    query = _query(down, refused, placeholders)
+    rows = await fetch_rows(dsn, query, *(refusals if refused else []), entra=entra)
     return [_flagged(r) for r in rows]
 
 

@@ -1,4 +1,5 @@
-"""The Microsoft Graph client the bot uses: msgraph-sdk, app-only, with a client secret.
+"""The Microsoft Graph client the bot uses: msgraph-sdk, app-only, with a client secret or the managed
+identity (GRAPH_AUTH=managed_identity: azure-identity's credential, no secret).
 
 One `GraphClient` holds the SDK client, its HTTP connection pool and the azure-identity credential,
 and is closed once. `call` runs one SDK request and turns every way it can fail into a GraphError
@@ -18,6 +19,7 @@ from typing import Any, TypeVar
 from urllib.parse import urlsplit
 
 import httpx
+from azure.core.credentials_async import AsyncTokenCredential
 from azure.core.exceptions import AzureError, ClientAuthenticationError
 from azure.identity.aio import ClientSecretCredential
 from kiota_abstractions.api_error import APIError
@@ -31,6 +33,7 @@ from msgraph.graph_service_client import GraphServiceClient
 from msgraph_core import GraphClientFactory
 
 from crag.config.graph import GraphSettings
+from crag.infra.entra import async_credential
 from crag.services.graph.errors import GraphError
 
 __all__ = ["GraphClient", "GraphError"]
@@ -48,16 +51,12 @@ class GraphClient:
         if missing:
             raise GraphError(f"Microsoft Graph needs {', '.join(missing)}", "settings")
         self.settings = settings
-        try:
-            self.credential = ClientSecretCredential(
-                settings.tenant_id,
-                settings.client_id,
-                settings.client_secret.get_secret_value(),
-                authority=settings.authority_host,
-                **credential_options,
-            )
-        except ValueError as exc:  # a malformed tenant id or an http authority
-            raise GraphError(f"invalid Graph settings: {exc}", "settings") from exc
+        self.credential: AsyncTokenCredential
+        if settings.auth == "managed_identity":
+            # The process's identity (in Azure the job's managed identity, AZURE_CLIENT_ID).
+            self.credential = async_credential()
+        else:
+            self.credential = self._secret_credential(settings, credential_options)
         host = urlsplit(settings.base_url).hostname or ""
         # The token goes only to the configured Graph host (next links and downloads elsewhere get none).
         auth = AzureIdentityAuthenticationProvider(
@@ -69,6 +68,19 @@ class GraphClient:
         adapter = GraphRequestAdapter(auth, client=self._http)
         adapter.base_url = settings.base_url
         self.sdk = GraphServiceClient(request_adapter=adapter)
+
+    @staticmethod
+    def _secret_credential(settings: GraphSettings, options: dict[str, Any]) -> ClientSecretCredential:
+        try:
+            return ClientSecretCredential(
+                settings.tenant_id,
+                settings.client_id,
+                settings.client_secret.get_secret_value(),
+                authority=settings.authority_host,
+                **options,
+            )
+        except ValueError as exc:  # a malformed tenant id or an http authority
+            raise GraphError(f"invalid Graph settings: {exc}", "settings") from exc
 
     async def close(self) -> None:
         await self._http.aclose()
@@ -87,9 +99,14 @@ class GraphClient:
         except APIError as exc:
             raise _api_error(what, exc) from exc
         except ClientAuthenticationError as exc:
+            check = (
+                "the managed identity (AZURE_CLIENT_ID) and its Graph app roles"
+                if self.settings.auth == "managed_identity"
+                else "GRAPH_TENANT_ID, GRAPH_CLIENT_ID and GRAPH_CLIENT_SECRET"
+            )
             raise GraphError(
-                f"Entra ID refused the app's credentials while {what} (check GRAPH_TENANT_ID, "
-                f"GRAPH_CLIENT_ID and GRAPH_CLIENT_SECRET): {_first_line(exc.message or str(exc))}",
+                f"Entra ID refused the app's credentials while {what} (check {check}): "
+                f"{_first_line(exc.message or str(exc))}",
                 "auth",
             ) from exc
         except AzureError as exc:  # the token endpoint could not be reached
