@@ -190,3 +190,20 @@ async def test_only_the_most_topical_passages_are_read_and_the_rest_stay_under_t
     )
     assert grades[8] > 0.8 and all(grades[i] < 0.4 for i in range(10) if i != 8)
     assert all(grades[i] == min(topical[i], UNREAD) for i in (1, 3, 5, 7))
+
+
+async def test_the_topic_weight_adds_the_feature_grade_to_the_logit() -> None:
+    chunks = [
+        Chunk(id=f"c{i}", file=f"f{i}.md", title=f"t{i}", text=f"passage {i} fact", url="") for i in range(2)
+    ]
+    model = FakeModel({"q": "fact"})  # both read alike: logit 5
+    plain = ReadingGrader(_Topic([0.9, 0.1]), lambda: model, Anchors(upper=5.0, lower=0.0))  # type: ignore[arg-type,return-value]
+    weighted = ReadingGrader(
+        _Topic([0.9, 0.1]), lambda: model, Anchors(upper=9.0, lower=4.0, topic_weight=5.0)
+    )  # type: ignore[arg-type,return-value]
+    same = await plain.grade("q", chunks)
+    assert same[0] == same[1] == 0.8
+    # 5 + 5 * 0.9 = 9.5 is over the upper anchor; 5 + 5 * 0.1 = 5.5 is in the band between 0.4 and 0.8.
+    high, low = await weighted.grade("q", chunks)
+    assert high > 0.8 and 0.4 < low < 0.8
+    assert round(Anchors(upper=9.0, lower=4.0, topic_weight=5.0).grade(5.0, 0.9), 3) == high
