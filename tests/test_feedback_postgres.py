@@ -28,7 +28,7 @@ from service.redact import secret_values
 from service.runtime import BotRuntime
 from service.settings import BotSettings
 from tests.conftest import ROOT
-from tests.servers.postgres import PostgresServer
+from tests.servers.postgres import PostgresServer, feedback_cli
 
 
 def _result(question: str, language: str = "en", branch: Branch = Branch.CORRECT) -> CragResult:
@@ -383,24 +383,12 @@ async def test_a_server_that_refuses_the_store_is_a_clear_error_at_start(
     assert not (tmp_path / "pg.pending.jsonl").exists()
 
 
-def _cli(dsn: str, *args: str) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "CRAG_POSTGRES_URL": dsn, "CRAG_FEEDBACK_STORE": "postgres"}
-    return subprocess.run(
-        [sys.executable, "-m", "service.feedback", *args],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
-
-
 async def test_the_feedback_cli_migrates_exports_and_counts_postgres(
     postgres_dsn: str, tmp_path: Path
 ) -> None:
-    first = await asyncio.to_thread(_cli, postgres_dsn, "migrate")
+    first = await asyncio.to_thread(feedback_cli, postgres_dsn, "migrate")
     assert first.returncode == 0 and "version 5 (applied 1, 2, 3, 4, 5)" in first.stderr
-    again = await asyncio.to_thread(_cli, postgres_dsn, "migrate")
+    again = await asyncio.to_thread(feedback_cli, postgres_dsn, "migrate")
     assert again.returncode == 0 and "nothing to apply" in again.stderr
     store = PostgresFeedbackStore(postgres_dsn, tmp_path / "pg.pending.jsonl")
     await store.open()
@@ -413,7 +401,7 @@ async def test_the_feedback_cli_migrates_exports_and_counts_postgres(
             await store.record_feedback(r.id, reaction, "c", f"u{i}", "msteams", comment='said "ok"')  # type: ignore[arg-type]
     finally:
         await store.close()
-    exported = await asyncio.to_thread(_cli, postgres_dsn, "export")
+    exported = await asyncio.to_thread(feedback_cli, postgres_dsn, "export")
     assert exported.returncode == 0, exported.stderr
     rows = list(csv.DictReader(io.StringIO(exported.stdout)))
     assert [r["question"] for r in rows] == [
@@ -423,11 +411,13 @@ async def test_the_feedback_cli_migrates_exports_and_counts_postgres(
     ]  # formulas defused as for SQLite
     assert rows[0]["comment"] == 'said "ok"' and rows[0]["id"] == "1" and rows[0]["reaction"] == "up"
     out = tmp_path / "f.jsonl"
-    jsonl = await asyncio.to_thread(_cli, postgres_dsn, "export", "--format", "jsonl", "--out", str(out))
+    jsonl = await asyncio.to_thread(
+        feedback_cli, postgres_dsn, "export", "--format", "jsonl", "--out", str(out)
+    )
     assert jsonl.returncode == 0 and "exported 3 ratings" in jsonl.stderr
     lines = [json.loads(x) for x in out.read_text("utf-8").splitlines()]
     assert [x["reaction"] for x in lines] == ["up", "down", "up"] and lines[0]["cited_files"] == []
-    stats = await asyncio.to_thread(_cli, postgres_dsn, "stats", "--json")
+    stats = await asyncio.to_thread(feedback_cli, postgres_dsn, "stats", "--json")
     summary = json.loads(stats.stdout)
     assert summary["by_branch"] == {"correct": {"up": 1, "down": 1}, "incorrect": {"up": 1, "down": 0}}
     assert sum(v["up"] + v["down"] for v in summary["by_day"].values()) == 3
@@ -435,10 +425,10 @@ async def test_the_feedback_cli_migrates_exports_and_counts_postgres(
 
 def test_the_cli_says_what_failed_without_the_password(postgres_server: PostgresServer) -> None:
     closed = f"postgresql://bob:Sup3r-s3cret-pw@127.0.0.1:{postgres_server.port + 1}/nowhere"
-    failed = _cli(closed, "stats")
+    failed = feedback_cli(closed, "stats")
     assert failed.returncode == 2 and failed.stderr.startswith("error:")
     assert "Sup3r-s3cret-pw" not in failed.stderr + failed.stdout and "Traceback" not in failed.stderr
-    no_schema = _cli(postgres_server.dsn(), "stats")
+    no_schema = feedback_cli(postgres_server.dsn(), "stats")
     assert no_schema.returncode == 2 and "python -m service.feedback migrate" in no_schema.stderr
 
 

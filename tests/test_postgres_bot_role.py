@@ -5,9 +5,6 @@ started before the migration keeps its acknowledged ratings until the schema is 
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 import uuid
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -19,7 +16,7 @@ import pytest
 from crag.core.models import Branch, CragResult
 from service.feedback.postgres_store import PostgresFeedbackStore, migrate_database
 from service.feedback.protocol import FeedbackOutcome
-from tests.conftest import ROOT
+from tests.servers.postgres import feedback_cli
 
 
 def _as(dsn: str, role: str) -> str:
@@ -111,27 +108,15 @@ async def test_a_bot_started_before_the_migration_keeps_its_ratings_until_the_sc
         await store.close()
 
 
-def _cli(dsn: str, *args: str) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "CRAG_POSTGRES_URL": dsn, "CRAG_FEEDBACK_STORE": "postgres"}
-    return subprocess.run(
-        [sys.executable, "-m", "service.feedback", *args],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
-
-
 async def test_the_cli_grants_the_role_and_refuses_bad_names_clearly(
     postgres_dsn: str, bot_role: str
 ) -> None:
-    bad = _cli(postgres_dsn, "migrate", "--grant", "bot; DROP TABLE answers")
+    bad = feedback_cli(postgres_dsn, "migrate", "--grant", "bot; DROP TABLE answers")
     assert bad.returncode == 2 and "lower-case letters" in bad.stderr and "Traceback" not in bad.stderr
     # A plain server has no Entra functions: an object id is refused, saying why.
-    entra = _cli(postgres_dsn, "migrate", "--grant", bot_role, "--object-id", str(uuid.uuid4()))
+    entra = feedback_cli(postgres_dsn, "migrate", "--grant", bot_role, "--object-id", str(uuid.uuid4()))
     assert entra.returncode == 2 and "no Entra authentication" in entra.stderr
-    done = _cli(postgres_dsn, "migrate", "--grant", bot_role)
+    done = feedback_cli(postgres_dsn, "migrate", "--grant", bot_role)
     assert done.returncode == 0, done.stderr
     assert f"{bot_role} may read and write the feedback tables only" in done.stderr
     bot = await asyncpg.connect(_as(postgres_dsn, bot_role))

@@ -18,6 +18,7 @@ import os
 import pwd
 import shutil
 import subprocess
+import sys
 import tempfile
 import uuid
 from collections.abc import AsyncIterator, Iterator
@@ -157,3 +158,16 @@ async def postgres_dsn(postgres_server: PostgresServer) -> AsyncIterator[str]:
     name = await postgres_server.create_database()
     yield postgres_server.dsn(name)
     await postgres_server.drop_database(name)
+
+
+def feedback_cli(dsn: str, *args: str) -> subprocess.CompletedProcess[str]:
+    """`python -m service.feedback ARGS` (the ratings store's CLI) against the PostgreSQL at dsn."""
+    env = {**os.environ, "CRAG_POSTGRES_URL": dsn, "CRAG_FEEDBACK_STORE": "postgres"}
+    return subprocess.run(
+        [sys.executable, "-m", "service.feedback", *args],
+        cwd=Path(__file__).resolve().parents[2],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
