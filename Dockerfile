@@ -76,7 +76,8 @@ COPY bot/ /build/src/bot/
 COPY cards/ /build/src/cards/
 COPY crag/ /build/src/crag/
 COPY dialogs/ /build/src/dialogs/
-COPY service/ /build/src/service/
+COPY hosting/ /build/src/hosting/
+COPY feedback/ /build/src/feedback/
 COPY webchat/ /build/src/webchat/
 COPY sample_docs/ /build/src/sample_docs/
 RUN python3 -m venv /build/tools \

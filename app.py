@@ -2,7 +2,7 @@
 Chat page and the admin dashboard.
 
 python app.py                # builds or loads the local index, then serves on HOST:PORT
-python app.py --workers 2    # the same port served by two processes (service/workers.py)
+python app.py --workers 2    # the same port served by two processes (hosting/workers.py)
 """
 
 from __future__ import annotations
@@ -29,23 +29,23 @@ from botbuilder.schema import Activity, ActivityTypes
 from msrest.exceptions import DeserializationError  # type: ignore[attr-defined]  # msrest re-exports azure-core's
 
 from admin import AdminRoutes
-from bot.adapter import BotAdapter
-from bot.auth import AuthUnavailable
-from bot.connector_cache import CachingAuthentication
+from bot.bot_runtime import BotRuntime
+from bot.channel.adapter import BotAdapter
+from bot.channel.auth import AuthUnavailable
+from bot.channel.connector_cache import CachingAuthentication
 from bot.crag_bot import REPLIED, CragBot
-from bot.documents import DocumentRoute
-from bot.state_storage import SqliteStorage, make_storage
-from crag.infra.redis_connect import close_client
+from bot.state.storage import SqliteStorage, make_storage
+from crag.outbound.redis_connect import close_client
 from crag.runtime.handle import uses_local_index
-from service import client_address, redact
-from service.feedback.protocol import FeedbackStoreError
-from service.logsafe import esc
-from service.runtime import BotRuntime
-from service.settings import BotSettings
-from service.shared_limits import limits_client
-from service.texts import language_of, t
-from service.workers import WORKER_ID, is_worker, pin_this_worker, supervise
-from service.writable import unwritable
+from feedback.protocol import FeedbackStoreError
+from hosting import client_address, redact
+from hosting.app_settings import BotSettings
+from hosting.documents_route import DocumentRoute
+from hosting.logsafe import esc
+from hosting.shared_limits import limits_client
+from hosting.ui_texts import language_of, t
+from hosting.workers import WORKER_ID, is_worker, pin_this_worker, supervise
+from hosting.writable import unwritable
 from webchat import setup_webchat
 from webchat.hosts import HostCheck, is_loopback_host, is_loopback_url
 from webchat.jsonbody import loads as load_json

@@ -9,7 +9,7 @@ echo "== ruff format --check" && ruff format --check .
 # The package ([tool.deptry]): every import declared in requirements.txt, every pin there used, no dev
 # package imported. Then tests/ and tools/ (not in the wheel, so excluded by the config): everything they
 # import is declared, in requirements.txt or requirements-dev.txt.
-first_party=(-kf app -kf bot -kf dialogs -kf cards -kf webchat -kf admin -kf service -kf crag -kf tests -kf tools)
+first_party=(-kf app -kf bot -kf dialogs -kf cards -kf webchat -kf admin -kf hosting -kf feedback -kf crag -kf tests -kf tools)
 echo "== deptry" && deptry . \
   && deptry tests tools --exclude '\.venv' --extend-exclude '.*/node_modules' "${first_party[@]}" --ignore DEP002,DEP004
 echo "== mypy" && mypy

@@ -14,7 +14,7 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from crag.infra.cache import normalize_question
+from crag.cache.answer_cache import normalize_question
 from crag.text.tokenize import Word
 
 Analyze = Callable[[str], list[Word]]

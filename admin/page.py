@@ -15,7 +15,7 @@ from jinja2 import Environment, FileSystemLoader, StrictUndefined
 
 from admin import charts
 from admin.summary import AdminSummary, BranchRatings, DayRatings, StageLatency
-from service.texts import Lang, has_text, t
+from hosting.ui_texts import Lang, has_text, t
 
 HERE = Path(__file__).resolve().parent
 STYLESHEET = HERE / "static" / "admin.css"

@@ -2,7 +2,7 @@
 /admin/logout, GET /admin/admin.css and /admin/favicon.svg: registered on the bot's app by app.py,
 like /docs and /chat.
 
-Every route but the stylesheet and the icon needs an admin (admin/access.py). Whatever goes wrong,
+Every route but the stylesheet and the icon needs an admin (admin/authorization.py). Whatever goes wrong,
 the answer is a page or a JSON error that says what to do, and a log line; never the figures, never
 a stack trace.
 """
@@ -17,16 +17,16 @@ from typing import Any
 import redis.asyncio as aioredis
 from aiohttp import web
 
-from admin.access import AdminAccess, client
+from admin.authorization import AdminAccess, client
 from admin.errors import Denied
 from admin.page import FAVICON, HEADERS, STYLESHEET, render_dashboard, render_message, render_sign_in
 from admin.summary import ANSWER_LIMIT, AdminSummary, summarize, window
 from crag.runtime.handle import EngineHandle
 from crag.text.tokenize import Word, term_extractor
-from service.feedback.protocol import Feedback
-from service.logsafe import esc
-from service.settings import BotSettings
-from service.texts import Lang, language_of, t
+from feedback.protocol import Feedback
+from hosting.app_settings import BotSettings
+from hosting.logsafe import esc
+from hosting.ui_texts import Lang, language_of, t
 
 log = logging.getLogger(__name__)
 

@@ -17,7 +17,7 @@ from zoneinfo import ZoneInfo
 from pydantic import BaseModel
 
 from admin.gaps import Analyze, Asked, group_by_keywords
-from service.feedback.records import AnswerRecord, RatingRecord, UnattributedRecord
+from feedback.records import AnswerRecord, RatingRecord, UnattributedRecord
 
 BRANCHES = ("correct", "ambiguous", "incorrect")
 # The engine's stages in the order a turn runs them (crag/engine.py), then the whole turn.

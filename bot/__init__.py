@@ -1,1 +1,2 @@
-"""Bot Framework glue: the ActivityHandler, the runtime it shares with the turn, card actions, invokes."""
+"""The Bot Framework bot: the ActivityHandler (crag_bot), its card actions and invokes, and what it
+holds (bot_runtime). The SDK's transport and storage work-arounds live below it, in channel/ and state/."""

@@ -10,11 +10,11 @@ from typing import Any, cast
 from botbuilder.core import MessageFactory, TurnContext
 from pydantic import BaseModel, ValidationError, field_validator
 
+from bot.bot_runtime import BotRuntime
 from cards.answer_card import ASK_ACTION, FEEDBACK_ACTION
-from service.feedback.protocol import FeedbackOutcome, Reaction
-from service.logsafe import esc
-from service.runtime import BotRuntime
-from service.texts import Lang, t
+from feedback.protocol import FeedbackOutcome, Reaction
+from hosting.logsafe import esc
+from hosting.ui_texts import Lang, t
 
 log = logging.getLogger(__name__)
 

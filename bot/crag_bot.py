@@ -17,14 +17,14 @@ from botbuilder.core import (
 )
 from botbuilder.schema import Activity, ActivityTypes, ChannelAccount, ResourceResponse
 
+from bot.bot_runtime import BotRuntime
 from bot.card_actions import followup_question, handle_submit, is_card_submit
 from bot.invokes import on_invoke
 from cards.welcome_card import welcome_card
 from dialogs.answer import handle_message
-from service.examples import example_questions
-from service.logsafe import esc
-from service.runtime import BotRuntime
-from service.texts import language_of, t
+from hosting.examples import example_questions
+from hosting.logsafe import esc
+from hosting.ui_texts import language_of, t
 
 log = logging.getLogger(__name__)
 

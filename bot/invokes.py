@@ -19,12 +19,12 @@ from botbuilder.core import InvokeResponse, TurnContext
 from botbuilder.schema import AdaptiveCardInvokeResponse
 from msrest.serialization import Model
 
+from bot.bot_runtime import BotRuntime
 from bot.card_actions import rate
 from cards.answer_card import FEEDBACK_ACTION, error_card, thanks_card
-from service.feedback.protocol import FeedbackOutcome, Reaction
-from service.logsafe import esc
-from service.runtime import BotRuntime
-from service.texts import Lang, language_of, t
+from feedback.protocol import FeedbackOutcome, Reaction
+from hosting.logsafe import esc
+from hosting.ui_texts import Lang, language_of, t
 
 log = logging.getLogger(__name__)
 

@@ -7,7 +7,7 @@ from typing import Any
 
 from crag.core.models import Branch, CragResult, GradedChunk, Thresholds, WebStatus
 from crag.core.safe_links import link_text, markdown_link, safe_markdown
-from service.texts import Lang, has_text, t
+from hosting.ui_texts import Lang, has_text, t
 
 CARD_VERSION = "1.5"
 MAX_CARD_BYTES = 28_000

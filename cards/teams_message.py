@@ -17,7 +17,7 @@ from cards.answer_card import answer_card
 from crag.core.excerpt import excerpt
 from crag.core.models import CITATION_MARKER, CragResult
 from crag.core.safe_links import link_text, safe_markdown, safe_url
-from service.texts import Lang
+from hosting.ui_texts import Lang
 
 MAX_CITATIONS = 20
 

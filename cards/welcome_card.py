@@ -5,11 +5,11 @@ from __future__ import annotations
 from typing import Any
 
 from cards.answer_card import ASK_ACTION, CARD_VERSION
-from service.texts import Lang, t
+from hosting.ui_texts import Lang, t
 
 
 def welcome_card(name: str, lang: Lang, examples: list[str]) -> dict[str, Any]:
-    """`examples`: service/examples.py's example_questions (none: no examples section).
+    """`examples`: hosting/examples.py's example_questions (none: no examples section).
 
     Each example is a wrapping line the user clicks (a Container's selectAction), not a button: a
     button's title is cut off with "…" where actions sit side by side (Teams), and an example

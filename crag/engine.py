@@ -10,7 +10,7 @@ seemed to stand alone and found nothing (or, too short to tell, only a partial a
 after the previous question (a subject left unsaid), kept only when that reading answers better and
 bears on the question's own words too. The engine only sees the provider protocols; which LLM, index or
 web search is behind them is the factory's business. Every turn returns one CragResult, whatever fails
-along the way. Each step is also a span of the turn's OpenTelemetry trace (crag/infra/trace.py): `step`
+along the way. Each step is also a span of the turn's OpenTelemetry trace (crag/tracing/turn_trace.py): `step`
 times it and says on it what it found (counts and grades, never text). Tracing is off unless the app
 configured it.
 """
@@ -27,6 +27,7 @@ from typing import Literal
 
 from opentelemetry.trace import Span
 
+from crag.cache.answer_cache import AnswerCache
 from crag.core import access
 from crag.core.access import Reader
 from crag.core.models import (
@@ -57,11 +58,10 @@ from crag.core.protocols import (
     TurnStopped,
     WebSearch,
 )
-from crag.infra import trace, tracing
-from crag.infra.breaker import CircuitBreaker
-from crag.infra.cache import AnswerCache
+from crag.outbound.breaker import CircuitBreaker
 from crag.text.lang import detect_language
 from crag.text.parts import question_parts, read_in_context
+from crag.tracing import spans, turn_trace
 
 log = logging.getLogger(__name__)
 
@@ -186,7 +186,7 @@ class CragEngine:
         on_stage: StageSink | None = None,
         on_text: TextSink | None = None,
         reader: Reader | None = None,
-        attributes: tracing.Attributes | None = None,
+        attributes: spans.Attributes | None = None,
     ) -> CragResult:
         """One CRAG turn. on_stage hears each stage as it starts and on_text the answer as it is
         written, for clients that show progress; neither changes the result. With a reader (access
@@ -194,7 +194,7 @@ class CragEngine:
         cached answers are those of readers with the very same permissions. attributes describe
         the turn on its span (the channel it came from)."""
         scope = access.scope(reader)
-        with trace.turn_trace(self.span_attributes(question, attributes)) as turn:
+        with turn_trace.turn_trace(self.span_attributes(question, attributes)) as turn:
             if self.cache is not None:
                 cached = await self.cache.get(question, history, scope)
                 if cached is not None:
@@ -213,9 +213,9 @@ class CragEngine:
         return result
 
     def span_attributes(
-        self, question: str, given: Mapping[str, tracing.AttributeValue] | None
-    ) -> dict[str, tracing.AttributeValue]:
-        if not tracing.enabled():
+        self, question: str, given: Mapping[str, spans.AttributeValue] | None
+    ) -> dict[str, spans.AttributeValue]:
+        if not spans.enabled():
             return {}
         out = {**(given or {}), "crag.question_chars": len(question)}
         if self.config.trace_question:
@@ -230,7 +230,7 @@ class _Turn:
     def __init__(
         self,
         engine: CragEngine,
-        turn: trace.TurnTrace,
+        turn: turn_trace.TurnTrace,
         on_stage: StageSink,
         on_text: TextSink | None,
         reader: Reader | None,
@@ -615,7 +615,7 @@ class _Turn:
         )
 
 
-def step_attributes(name: str, s: TurnState) -> dict[str, tracing.AttributeValue]:
+def step_attributes(name: str, s: TurnState) -> dict[str, spans.AttributeValue]:
     """What a step's span says it did: counts, grades and statuses, never text."""
     if name in ("retrieve", "research"):
         return {"crag.found": len(s.searched), "crag.queries": len(s.queries), "crag.rounds": s.rounds}

@@ -23,11 +23,11 @@ from crag.runtime.handle import EngineHandle
 from crag.text.lang import detect_language
 from dialogs.commands import Command, classify, command_text
 from dialogs.streaming import TeamsStreamer, can_stream
-from service.asker import Asker
-from service.feedback.protocol import Feedback, MessageIdKind
-from service.logsafe import esc
-from service.settings import BotSettings
-from service.texts import Lang, language_of, t
+from feedback.protocol import Feedback, MessageIdKind
+from hosting.app_settings import BotSettings
+from hosting.asker import Asker
+from hosting.logsafe import esc
+from hosting.ui_texts import Lang, language_of, t
 
 log = logging.getLogger(__name__)
 
@@ -41,7 +41,7 @@ class AskerSource(Protocol):
 
 
 class TurnDeps(Protocol):
-    """What a turn uses of the app (service/runtime.py's BotRuntime)."""
+    """What a turn uses of the app (bot/bot_runtime.py's BotRuntime)."""
 
     settings: BotSettings
     handle: EngineHandle  # the engine, once its index is open
@@ -52,7 +52,7 @@ class TurnDeps(Protocol):
     def links(self) -> LinkSigner: ...
 
     @property
-    def askers(self) -> AskerSource: ...  # who asks: the reader answers are trimmed to (service/asker.py)
+    def askers(self) -> AskerSource: ...  # who asks: the reader answers are trimmed to (hosting/asker.py)
 
 
 def user_language(context: TurnContext, text: str = "") -> Lang:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from enum import StrEnum
 
-from service.texts import Lang, t
+from hosting.ui_texts import Lang, t
 
 HELP_COMMANDS = {"help", "/help", "?", "ヘルプ", "使い方"}
 RESET_COMMANDS = {"reset", "/reset", "リセット"}
@@ -46,7 +46,7 @@ def classify(text: str, max_chars: int) -> Command:
 
 
 def command_text(command: Command, lang: Lang, bot_name: str, length: int, limit: int) -> str:
-    """The reply to anything but a question (the strings live in service/texts/catalog.toml)."""
+    """The reply to anything but a question (the strings live in hosting/ui_texts/catalog.toml)."""
     if command is Command.TOO_LONG:
         return t("too_long", lang, length=length, limit=limit)
     return t(command.value, lang, name=bot_name)

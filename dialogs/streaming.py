@@ -26,7 +26,7 @@ from botframework.connector.models import ErrorResponseException
 
 from crag.core.models import CITATION_MARKER
 from crag.core.protocols import TurnStopped
-from service.texts import Lang, t
+from hosting.ui_texts import Lang, t
 
 log = logging.getLogger(__name__)
 

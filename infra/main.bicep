@@ -412,7 +412,7 @@ module app 'modules/containerapp.bicep' = {
     }
     settings: {
       BOT_NAME: botName
-      // The Bot Framework identity: the managed identity, no password (bot/connector_cache.py gets
+      // The Bot Framework identity: the managed identity, no password (bot/channel/connector_cache.py gets
       // its tokens through botbuilder's managed-identity credentials).
       MicrosoftAppId: identity.outputs.clientId
       MicrosoftAppType: 'UserAssignedMSI'

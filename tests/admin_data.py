@@ -12,7 +12,7 @@ from datetime import UTC, datetime, time, timedelta
 from typing import Literal
 
 from crag.core.models import Branch, Citation, CragResult, WebOutcome, WebStatus
-from service.feedback.protocol import Feedback
+from feedback.protocol import Feedback
 
 SCRIPT_QUESTION = "<script>document.title='pwned'</script>社員食堂のメニューは？"
 SCRIPT_COMMENT = "<img src=x onerror=\"document.title='pwned'\">料金が違います"

@@ -25,7 +25,7 @@ from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
 
 import app as app_module
-from service.settings import BotSettings
+from hosting.app_settings import BotSettings
 from tests.conftest import SAMPLE_DOCS
 
 Client = TestClient[web.Request, web.Application]

@@ -23,16 +23,16 @@ from pydantic import SecretStr
 from cards.answer_card import badge_key, error_card, thanks_card
 from cards.teams_message import answer_reply
 from cards.welcome_card import welcome_card
+from crag.config.engine_settings import CragSettings
 from crag.config.serpapi import SerpApiSettings
-from crag.config.settings import CragSettings
 from crag.core.access import Reader
 from crag.core.models import CragResult, GradedChunk, Notice, WebStatus
 from crag.engine import CragEngine
 from crag.eval.dataset import load_dataset
 from crag.eval.fixture_web import FakeSerpApi
 from crag.runtime.factory import build_engine, open_local_index
-from service.examples import example_questions
-from service.texts import Lang, t
+from hosting.examples import example_questions
+from hosting.ui_texts import Lang, t
 from tests.conftest import ROOT, SAMPLE_DOCS
 
 DATASET = ROOT / "data" / "eval" / "sample-docs"

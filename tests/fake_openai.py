@@ -19,8 +19,8 @@ from aiohttp import web
 
 from crag.eval.judges import JUDGE
 from crag.eval.loopback import LoopbackServer
-from crag.services.llm import prompts
-from service.texts import REFUSAL
+from crag.providers.llm import prompts
+from hosting.ui_texts import REFUSAL
 
 FOLLOWUPS = ["What else should I know?", "Who do I contact?"]
 

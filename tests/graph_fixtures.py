@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 import trustme
 
-from crag.config.settings import CragSettings
-from crag.services.graph.client import GraphClient
+from crag.config.engine_settings import CragSettings
+from crag.providers.graph.client import GraphClient
 from tests.fake_graph import FakeGraph
 
 ROOT_DIR = Path(__file__).resolve().parent.parent

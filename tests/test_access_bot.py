@@ -15,7 +15,7 @@ from urllib.parse import urlsplit
 import pytest
 
 from app import RUNTIME
-from service.doc_links import DocLinks
+from hosting.doc_links import DocLinks
 from tests.app_harness import APP_ID, Client, serve_app
 from tests.fakes import FakeConnector, card_of, card_text, make_activity
 from tests.test_access_trimming import ACCESS, DOCS, SALARY_Q, USER_A, USER_B

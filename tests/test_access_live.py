@@ -16,7 +16,7 @@ import pytest
 
 from crag.access.membership import LocalMembership, reader_for
 from crag.cli.ingest import main as ingest_main
-from crag.config.settings import CragSettings
+from crag.config.engine_settings import CragSettings
 from crag.core.access import Reader, reader_of
 from crag.core.models import CragResult
 from crag.ingest import local_target

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from crag.access.membership import LocalMembership, reader_for
-from crag.config.settings import CragSettings
+from crag.config.engine_settings import CragSettings
 from crag.core.access import Reader, reader_of
 from crag.core.models import Branch, Chunk, CragResult, WebStatus
 from crag.engine import CragEngine

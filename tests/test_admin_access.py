@@ -22,10 +22,10 @@ from aiohttp import web
 from cryptography.hazmat.primitives.asymmetric import rsa
 
 import app as app_module
-from admin.access import COOKIE, FailureLimit, Sessions
+from admin.authorization import COOKIE, FailureLimit, Sessions
 from crag.eval.loopback import LoopbackServer
-from service import redact
-from service.settings import BotSettings
+from hosting import redact
+from hosting.app_settings import BotSettings
 from tests.admin_data import fill, sqlite_backdate
 from tests.app_harness import Client, bot_settings, serve_app
 
@@ -230,7 +230,7 @@ def test_unsound_admin_settings_are_refused_at_start(
 
 
 def test_the_admin_key_is_a_secret_the_log_filter_masks(tmp_path: Path) -> None:
-    from service.redact import secret_values
+    from hosting.redact import secret_values
 
     settings: BotSettings = bot_settings(tmp_path, CRAG_ADMIN_KEY=KEY)
     assert KEY in secret_values(settings)

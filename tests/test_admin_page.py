@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 import app as app_module
-from service.feedback.store import FeedbackStore
+from feedback.sqlite_store import FeedbackStore
 from tests.admin_data import SCRIPT_COMMENT, SCRIPT_QUESTION, fill, sqlite_backdate
 from tests.app_harness import Client, serve_app
 from tests.apprunner import AppProcess

@@ -15,10 +15,10 @@ import pytest
 from admin.gaps import Asked, group_by_keywords
 from admin.summary import AdminSummary, percentile, summarize, window
 from crag.text.tokenize import term_extractor
-from service.feedback.postgres_store import PostgresFeedbackStore
-from service.feedback.protocol import Feedback, checked_answer_row
-from service.feedback.records import UnattributedRecord
-from service.feedback.store import FeedbackStore
+from feedback.postgres_store import PostgresFeedbackStore
+from feedback.protocol import Feedback, checked_answer_row
+from feedback.records import UnattributedRecord
+from feedback.sqlite_store import FeedbackStore
 from tests.admin_data import (
     PLANNED,
     SCRIPT_COMMENT,

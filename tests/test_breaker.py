@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from crag.config.settings import CragSettings
+from crag.config.engine_settings import CragSettings
 from crag.core.access import Reader
 from crag.core.models import GradedChunk
 from crag.engine import CragEngine
-from crag.infra.breaker import CircuitBreaker
+from crag.outbound.breaker import CircuitBreaker
 from crag.runtime.factory import build_engine, open_local_index
 from tests.conftest import SAMPLE_DOCS
 

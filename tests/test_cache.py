@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from crag.cache.answer_cache import MemoryAnswerCache, normalize_question
 from crag.core.models import Branch, CragResult, Turn
-from crag.infra.cache import MemoryAnswerCache, normalize_question
 
 
 def _result(question: str = "有給休暇は何日？", notices: list[str] | None = None) -> CragResult:

@@ -13,13 +13,13 @@ from pathlib import Path
 import pytest
 import redis.asyncio as aioredis
 
-from crag.config.settings import CragSettings
+from crag.cache.answer_cache_redis import RedisAnswerCache
+from crag.config.engine_settings import CragSettings
 from crag.core.models import Branch, CragResult, Turn
 from crag.engine import CragEngine
-from crag.infra.cache_redis import RedisAnswerCache
 from crag.retrieval.search.local_index import LocalIndex
 from crag.runtime.factory import build_engine, open_local_index
-from service.redact import RedactingFilter, secret_values
+from hosting.redact import RedactingFilter, secret_values
 from tests.servers.harness import free_port
 from tests.servers.redis import RedisServer, running_redis
 
@@ -204,7 +204,7 @@ async def test_turns_are_answered_when_redis_dies(tmp_path: Path, caplog: pytest
             assert (await engine.run(QUESTION)).answer == first.answer
             assert _redis(engine).stats.hits == 1  # the password was accepted
             server.stop()
-            with caplog.at_level(logging.WARNING, logger="crag.infra.cache_redis"):
+            with caplog.at_level(logging.WARNING, logger="crag.cache.answer_cache_redis"):
                 for _ in range(5):
                     answer = await engine.run(QUESTION)
                     assert answer.answer == first.answer and not answer.notices
@@ -233,7 +233,7 @@ async def test_a_redis_that_never_answers_is_skipped(
     url = f"redis://127.0.0.1:{port}/0"
     _, engine = _instance(tmp_path / "a", url, "crag:answer:", CRAG_CACHE_TIMEOUT="0.2")
     try:
-        with caplog.at_level(logging.WARNING, logger="crag.infra.cache_redis"):
+        with caplog.at_level(logging.WARNING, logger="crag.cache.answer_cache_redis"):
             for _ in range(2):
                 answer = await engine.run(QUESTION)
                 assert "B1" in answer.answer

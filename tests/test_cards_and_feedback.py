@@ -7,7 +7,7 @@ from pathlib import Path
 
 from cards.answer_card import FEEDBACK_ACTION, MAX_CARD_BYTES, answer_card
 from crag.core.models import Branch, Chunk, Citation, CragResult, GradedChunk, WebOutcome, WebStatus
-from service.feedback.store import FeedbackOutcome, FeedbackStore
+from feedback.sqlite_store import FeedbackOutcome, FeedbackStore
 from tests.fakes import card_text, find_by_id
 
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from service.client_address import client_address, parse_networks
-from service.settings import BotSettings
+from hosting.app_settings import BotSettings
+from hosting.client_address import client_address, parse_networks
 from tests.test_webchat_token import SECRET, FakeTokenService, directline  # noqa: F401
 from tests.webchat_helpers import webchat_app
 

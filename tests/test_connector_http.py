@@ -1,4 +1,4 @@
-"""Replies posted over aiohttp (bot/connector_http.py) are the SDK's: the same JSON, path and headers
+"""Replies posted over aiohttp (bot/channel/connector_http.py) are the SDK's: the same JSON, path and headers
 for the bot's own replies, the same exceptions, and the SDK's retries."""
 
 from __future__ import annotations
@@ -27,8 +27,8 @@ from botframework.connector.auth import MicrosoftAppCredentials
 from botframework.connector.models import ErrorResponseException
 from msrest.exceptions import ClientRequestError
 
-from bot import connector_http
-from bot.connector_http import DirectConversations, NotPlain, activity_json
+from bot.channel import connector_http
+from bot.channel.connector_http import DirectConversations, NotPlain, activity_json
 from cards.teams_message import answer_reply
 from cards.welcome_card import welcome_card
 from crag.core.models import Branch, Chunk, Citation, CragResult, GradedChunk, WebOutcome, WebStatus
@@ -262,7 +262,7 @@ def test_an_expect_replies_body_is_written_as_the_sdk_writes_it() -> None:
     from botbuilder.core import serializer_helper
     from botbuilder.schema import ExpectedReplies
 
-    from bot.adapter import response_body
+    from bot.channel.adapter import response_body
 
     body = ExpectedReplies(activities=_replies())
     assert response_body(body) == serializer_helper(body)

@@ -21,7 +21,7 @@ import yaml
 from pydantic import BaseModel
 
 from crag.config.env import EnvSettings
-from service.settings import BotSettings
+from hosting.app_settings import BotSettings
 
 ROOT = Path(__file__).resolve().parent.parent
 DOCKERFILE = ROOT / "Dockerfile"

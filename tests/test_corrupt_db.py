@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from bot.state_storage import SqliteStorage
+from bot.state.storage import SqliteStorage
 from crag.core.models import Branch, CragResult
-from service.feedback.store import FeedbackOutcome, FeedbackStore
+from feedback.sqlite_store import FeedbackOutcome, FeedbackStore
 from tests.apprunner import AppProcess
 from tests.conftest import ROOT
 
@@ -157,8 +157,8 @@ def test_the_app_starts_despite_corrupt_files_and_stops_on_sigterm(tmp_path: Pat
 async def test_the_runtime_lists_quarantined_feedback_files(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from service.runtime import BotRuntime
-    from service.settings import BotSettings
+    from bot.bot_runtime import BotRuntime
+    from hosting.app_settings import BotSettings
 
     db = tmp_path / "feedback.sqlite3"
     db.write_bytes(GARBAGE)

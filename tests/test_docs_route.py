@@ -16,8 +16,8 @@ from aiohttp.test_utils import TestClient, TestServer
 
 from app import RUNTIME, create_app
 from crag.core.models import Branch, Citation, CragResult
-from service.doc_links import DocLinks
-from service.settings import BotSettings
+from hosting.app_settings import BotSettings
+from hosting.doc_links import DocLinks
 
 APP_ID = "11111111-2222-3333-4444-555555555555"
 SVG = '<svg xmlns="http://www.w3.org/2000/svg"><script>fetch("/api/directline/token")</script></svg>'

@@ -15,12 +15,12 @@ import pytest
 from fpdf import FPDF
 from PIL import Image
 
-from crag.config.settings import CragSettings
+from crag.config.engine_settings import CragSettings
 from crag.ingest.chunker import chunk_document
 from crag.ingest.loaders import load
 from crag.ingest.local_target import load_or_build
 from crag.ingest.ocr.document_intelligence import DocumentIntelligenceOcr
-from crag.ingest.ocr.engine import OcrEngine
+from crag.ingest.ocr.ocr_engine import OcrEngine
 from crag.ingest.ocr.scans import OcrContext
 from crag.runtime.factory import ocr_engine
 from tests.fake_document_intelligence import FakeDocumentIntelligence

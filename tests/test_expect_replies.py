@@ -1,5 +1,6 @@
 """deliveryMode expectReplies: the bot's replies come back in the HTTP response (a skill's caller,
-Copilot Studio, test clients). botbuilder 4.17 answered every such request with a 500 (bot/adapter.py)."""
+Copilot Studio, test clients). botbuilder 4.17 answered every such request with a 500
+(bot/channel/adapter.py)."""
 
 from __future__ import annotations
 

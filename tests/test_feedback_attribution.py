@@ -17,10 +17,10 @@ import asyncpg
 import pytest
 
 from crag.core.models import Branch, CragResult
-from service.feedback.postgres_schema import migrate
-from service.feedback.postgres_store import PostgresFeedbackStore
-from service.feedback.protocol import Feedback, FeedbackOutcome
-from service.feedback.store import FeedbackStore
+from feedback.postgres_schema import migrate
+from feedback.postgres_store import PostgresFeedbackStore
+from feedback.protocol import Feedback, FeedbackOutcome
+from feedback.sqlite_store import FeedbackStore
 from tests.servers.postgres import PostgresServer
 
 EPOCH = datetime(2000, 1, 1, tzinfo=UTC)

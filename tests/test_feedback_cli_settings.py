@@ -9,7 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from service.feedback.store import FeedbackStore
+from feedback.sqlite_store import FeedbackStore
 from tests.conftest import ROOT
 from tests.test_feedback_to_eval import fill
 
@@ -17,7 +17,7 @@ from tests.test_feedback_to_eval import fill
 def cli(cwd: Path, *args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     clean = {k: v for k, v in os.environ.items() if not k.startswith("CRAG_")}
     return subprocess.run(
-        [sys.executable, "-m", "service.feedback", *args],
+        [sys.executable, "-m", "feedback", *args],
         cwd=cwd,
         capture_output=True,
         text=True,

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from crag.core.models import Branch, CragResult
-from service.feedback.store import FeedbackOutcome, FeedbackStore
+from feedback.sqlite_store import FeedbackOutcome, FeedbackStore
 
 ACKNOWLEDGED = {FeedbackOutcome.STORED, FeedbackOutcome.UPDATED, FeedbackOutcome.PENDING}
 

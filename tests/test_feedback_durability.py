@@ -15,7 +15,7 @@ import time
 from pathlib import Path
 
 from crag.core.models import Branch, CragResult
-from service.feedback.store import FeedbackOutcome, FeedbackStore
+from feedback.sqlite_store import FeedbackOutcome, FeedbackStore
 from tests.conftest import ROOT
 
 
@@ -78,7 +78,7 @@ WRITER = textwrap.dedent(
     """
     import asyncio, sys
     sys.path.insert(0, {root!r})
-    from service.feedback.store import FeedbackStore
+    from feedback.sqlite_store import FeedbackStore
     from crag.core.models import Branch, CragResult
 
     async def main():
@@ -172,7 +172,7 @@ def test_export_and_stats_cli(tmp_path: Path) -> None:
 
     def run(*args: str) -> subprocess.CompletedProcess[str]:
         return subprocess.run(
-            [sys.executable, "-m", "service.feedback", "--db", db, *args],
+            [sys.executable, "-m", "feedback", "--db", db, *args],
             cwd=ROOT,
             capture_output=True,
             text=True,
@@ -195,7 +195,7 @@ def test_export_and_stats_cli(tmp_path: Path) -> None:
     assert sum(v["up"] + v["down"] for v in st["by_day"].values()) == 3
     assert "correct" in run("stats").stdout
     missing = subprocess.run(
-        [sys.executable, "-m", "service.feedback", "--db", str(tmp_path / "nope.db"), "stats"],
+        [sys.executable, "-m", "feedback", "--db", str(tmp_path / "nope.db"), "stats"],
         cwd=ROOT,
         capture_output=True,
         text=True,
@@ -221,7 +221,7 @@ def test_csv_export_escapes_formulas(tmp_path: Path) -> None:
     db = str(tmp_path / "fb.sqlite3")
     csv_file = tmp_path / "f.csv"
     out = subprocess.run(
-        [sys.executable, "-m", "service.feedback", "--db", db, "export", "--out", str(csv_file)],
+        [sys.executable, "-m", "feedback", "--db", db, "export", "--out", str(csv_file)],
         cwd=ROOT,
         capture_output=True,
         text=True,
@@ -236,7 +236,7 @@ def test_csv_export_escapes_formulas(tmp_path: Path) -> None:
     assert [r["comment"] for r in rows] == [r["question"] for r in rows]
     assert rows[0]["id"] == "1"  # numbers and ordinary text are left alone
     jsonl = subprocess.run(
-        [sys.executable, "-m", "service.feedback", "--db", db, "export", "--format", "jsonl"],
+        [sys.executable, "-m", "feedback", "--db", db, "export", "--format", "jsonl"],
         cwd=ROOT,
         capture_output=True,
         text=True,

@@ -1,7 +1,7 @@
 """The PostgreSQL feedback store against a real server (tests/servers/postgres.py): the guarantees of
 the SQLite store (acknowledged == stored, one rating per user and answer, unknown answers refused,
 writes kept in the fallback file while the server is down and replayed once each), the numbered
-migrations, and `python -m service.feedback` reading it."""
+migrations, and `python -m feedback` reading it."""
 
 from __future__ import annotations
 
@@ -20,13 +20,13 @@ from pathlib import Path
 import asyncpg
 import pytest
 
+from bot.bot_runtime import BotRuntime
 from crag.core.models import Branch, CragResult
-from service.feedback.postgres_schema import LATEST, MIGRATIONS, migrate, schema_version
-from service.feedback.postgres_store import FeedbackDatabaseError, PostgresFeedbackStore
-from service.feedback.protocol import FeedbackOutcome
-from service.redact import secret_values
-from service.runtime import BotRuntime
-from service.settings import BotSettings
+from feedback.postgres_schema import LATEST, MIGRATIONS, migrate, schema_version
+from feedback.postgres_store import FeedbackDatabaseError, PostgresFeedbackStore
+from feedback.protocol import FeedbackOutcome
+from hosting.app_settings import BotSettings
+from hosting.redact import secret_values
 from tests.conftest import ROOT
 from tests.servers.postgres import PostgresServer, feedback_cli
 
@@ -429,7 +429,7 @@ def test_the_cli_says_what_failed_without_the_password(postgres_server: Postgres
     assert failed.returncode == 2 and failed.stderr.startswith("error:")
     assert "Sup3r-s3cret-pw" not in failed.stderr + failed.stdout and "Traceback" not in failed.stderr
     no_schema = feedback_cli(postgres_server.dsn(), "stats")
-    assert no_schema.returncode == 2 and "python -m service.feedback migrate" in no_schema.stderr
+    assert no_schema.returncode == 2 and "python -m feedback migrate" in no_schema.stderr
 
 
 def test_settings_choose_the_store_and_a_bad_postgres_setting_is_refused_clearly(tmp_path: Path) -> None:

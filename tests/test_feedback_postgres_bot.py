@@ -166,7 +166,7 @@ WRITER = textwrap.dedent(
     from pathlib import Path
     sys.path.insert(0, {root!r})
     from crag.core.models import Branch, CragResult
-    from service.feedback.postgres_store import PostgresFeedbackStore
+    from feedback.postgres_store import PostgresFeedbackStore
 
     async def main():
         store = PostgresFeedbackStore({dsn!r}, Path({pending!r}), pool_size=4)

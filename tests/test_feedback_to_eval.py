@@ -1,5 +1,5 @@
 """The feedback loop: rated-down and refused answers, from the SQLite and the PostgreSQL store, become
-an evaluation set (`python -m service.feedback to-eval`) that `python -m crag.cli.eval` loads and runs."""
+an evaluation set (`python -m feedback to-eval`) that `python -m crag.cli.eval` loads and runs."""
 
 from __future__ import annotations
 
@@ -12,11 +12,11 @@ from typing import Any
 
 from crag.core.models import Branch, Citation, CragResult
 from crag.eval.dataset import load_dataset
-from service.feedback.postgres_store import PostgresFeedbackStore
-from service.feedback.protocol import Feedback
-from service.feedback.store import FeedbackStore
-from service.feedback.to_eval import question_id
-from service.texts import REFUSAL
+from feedback.postgres_store import PostgresFeedbackStore
+from feedback.protocol import Feedback
+from feedback.sqlite_store import FeedbackStore
+from feedback.to_eval import question_id
+from hosting.ui_texts import REFUSAL
 from tests.conftest import ROOT
 
 DOCS = {
@@ -96,7 +96,7 @@ async def test_rated_down_and_refused_answers_round_trip_into_the_evaluation(tmp
     corpus = docs(tmp_path)
 
     down = run(
-        "service.feedback",
+        "feedback",
         "--db",
         str(db),
         "to-eval",
@@ -121,9 +121,7 @@ async def test_rated_down_and_refused_answers_round_trip_into_the_evaluation(tmp
     assert "1 questions (3 rated down answers)" in down.stderr
 
     both_dir = tmp_path / "both"
-    both = run(
-        "service.feedback", "--db", str(db), "to-eval", "--out", str(both_dir), "--corpus", str(corpus)
-    )
+    both = run("feedback", "--db", str(db), "to-eval", "--out", str(both_dir), "--corpus", str(corpus))
     assert both.returncode == 0, both.stderr
     rows = {q["id"]: q for q in questions_of(both_dir)}
     assert set(rows) == {question_id(WIFI), question_id("社員食堂は何時まで？")}
@@ -152,17 +150,13 @@ async def test_rated_down_and_refused_answers_round_trip_into_the_evaluation(tmp
     assert (out / "questions.png").read_bytes().startswith(b"\x89PNG")
 
     # A second export into the same folder would overwrite a reviewer's work: refused, said plainly.
-    again = run(
-        "service.feedback", "--db", str(db), "to-eval", "--out", str(both_dir), "--corpus", str(corpus)
-    )
+    again = run("feedback", "--db", str(db), "to-eval", "--out", str(both_dir), "--corpus", str(corpus))
     assert again.returncode == 2 and "already holds an evaluation set" in again.stderr
     assert "Traceback" not in again.stderr
 
 
 def test_nothing_to_export_and_bad_input(tmp_path: Path) -> None:
-    missing = run(
-        "service.feedback", "--db", str(tmp_path / "none.sqlite3"), "to-eval", "--out", str(tmp_path / "x")
-    )
+    missing = run("feedback", "--db", str(tmp_path / "none.sqlite3"), "to-eval", "--out", str(tmp_path / "x"))
     assert missing.returncode == 2 and "feedback database not found" in missing.stderr
     assert "Traceback" not in missing.stderr
 
@@ -172,7 +166,7 @@ async def test_an_empty_store_writes_nothing(tmp_path: Path) -> None:
     store = FeedbackStore(db)
     await store.open()
     await store.close()
-    done = run("service.feedback", "--db", str(db), "to-eval", "--down", "--out", str(tmp_path / "x"))
+    done = run("feedback", "--db", str(db), "to-eval", "--down", "--out", str(tmp_path / "x"))
     assert done.returncode == 0 and "no rated down answers: nothing written" in done.stderr
     assert not (tmp_path / "x").exists()
     bad_corpus = FeedbackStore(tmp_path / "other.sqlite3")
@@ -180,7 +174,7 @@ async def test_an_empty_store_writes_nothing(tmp_path: Path) -> None:
     await fill(bad_corpus)
     await bad_corpus.close()
     nowhere = run(
-        "service.feedback",
+        "feedback",
         "--db",
         str(tmp_path / "other.sqlite3"),
         "to-eval",
@@ -199,7 +193,7 @@ async def test_the_postgres_store_exports_the_same_set(postgres_dsn: str, tmp_pa
     await store.close()
     out = tmp_path / "pg"
     done = run(
-        "service.feedback",
+        "feedback",
         "--store",
         "postgres",
         "to-eval",

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from crag.config.settings import CragSettings
+from crag.config.engine_settings import CragSettings
 from crag.core.models import Branch, Turn
 from crag.runtime.factory import build_engine, open_local_index
 from crag.stages.rewrite.local import LocalKeywordRewriter

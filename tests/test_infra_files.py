@@ -22,7 +22,7 @@ from typing import Any
 import pytest
 from pydantic import BaseModel, SecretStr
 
-from service.settings import BotSettings
+from hosting.app_settings import BotSettings
 
 ROOT = Path(__file__).resolve().parents[1]
 INFRA = ROOT / "infra"

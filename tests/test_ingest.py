@@ -196,7 +196,7 @@ def test_rebuild_reuses_unchanged_files(tmp_path: Path) -> None:
 
 
 def test_token_cap_splits_dense_japanese_text() -> None:
-    from crag.ingest.tokens import count_tokens
+    from crag.ingest.token_count import count_tokens
 
     text = "# 規程\n\n## 本文\n\n" + "経費精算の締め切りは翌月十日です。" * 60  # ~1,000 characters
     chunks = chunk_document(_doc(text), 1200, "", max_tokens=200)

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from crag.config.tracing import TracingSettings
-from crag.infra import tracing
 from crag.runtime.traced import traced_run
+from crag.tracing import spans as tracing
 from tests.fake_otlp import FakeCollector
 from tests.graph_fixtures import Graph
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from crag.config.settings import CragSettings
+from crag.config.engine_settings import CragSettings
 from crag.core.models import Branch, Chunk, GradedChunk
+from crag.providers.llm import prompts
 from crag.runtime.factory import build_engine, open_local_index
-from crag.services.llm import prompts
 from crag.stages.refine.llm import LlmRefiner
 from tests.fake_openai import FakeOpenAI
 

@@ -24,16 +24,16 @@ from azure.core.exceptions import HttpResponseError
 from azure.storage.blob.aio import BlobServiceClient
 from redis.exceptions import AuthenticationError
 
-from bot.blob_state import BlobStateStorage
+from bot.state.blob_state import BlobStateStorage
+from crag.cache.answer_cache_redis import RedisAnswerCache
 from crag.config.azure_search import AzureSearchConfig, AzureSearchSettings
-from crag.config.settings import CragSettings, StorageAccount
+from crag.config.engine_settings import CragSettings, StorageAccount
 from crag.core.models import Branch, CragResult
-from crag.infra.cache_redis import RedisAnswerCache
-from crag.infra.entra import POSTGRES_SCOPE, TokenPassword
 from crag.ingest.azure_index import make_index_client
+from crag.outbound.entra_tokens import POSTGRES_SCOPE, TokenPassword
 from crag.retrieval.embed.blob_mirror import BlobMirror
 from crag.retrieval.search.azure import AzureSearchRetriever, SearchUnavailable, make_search_client
-from service.feedback.postgres_store import PostgresFeedbackStore
+from feedback.postgres_store import PostgresFeedbackStore
 from tests.fake_azure_search import FakeAzureSearch
 from tests.fake_managed_identity import FakeManagedIdentity, managed_identity
 from tests.servers.azurite import AzuriteBlob

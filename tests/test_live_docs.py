@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from crag.cli.ingest import main as ingest_main
-from crag.config.settings import CragSettings, default_index_dir
+from crag.config.engine_settings import CragSettings, default_index_dir
 from crag.core.models import CragResult
 from crag.ingest import local_target
 from crag.runtime import handle as handle_module
@@ -304,7 +304,7 @@ def test_the_ingest_cli_builds_where_the_bot_looks(
     monkeypatch.delenv("CRAG_INDEX_DIR", raising=False)
     monkeypatch.setenv("CRAG_EMBEDDINGS", "off")
     # The derived folder lives under the repository's data/indexes/: point the derivation at tmp.
-    monkeypatch.setattr("crag.config.settings.REPO_ROOT", tmp_path)
+    monkeypatch.setattr("crag.config.engine_settings.REPO_ROOT", tmp_path)
     assert ingest_main([str(docs)]) == 0
     expected = CragSettings(CRAG_DOCS_DIR=str(docs)).index_dir
     assert expected.parent == tmp_path / "data" / "indexes"

@@ -10,14 +10,14 @@ import openai
 import pytest
 
 from cards.answer_card import answer_card
-from crag.config.settings import CragSettings
+from crag.config.engine_settings import CragSettings
 from crag.core.models import Branch, Turn
 from crag.engine import CragEngine
+from crag.providers.llm import prompts
+from crag.providers.llm.client import LlmClient, LlmUnavailable
 from crag.runtime.factory import build_engine, open_local_index
-from crag.services.llm import prompts
-from crag.services.llm.client import LlmClient, LlmUnavailable
 from crag.stages.grade.llm import parse_score, parse_scores
-from service.texts import REFUSAL
+from hosting.ui_texts import REFUSAL
 from tests.conftest import SAMPLE_DOCS
 from tests.fake_openai import FakeOpenAI
 from tests.fakes import card_text
@@ -236,7 +236,7 @@ async def test_eval_adds_judge_metrics_with_an_llm(fake_openai: FakeOpenAI, tmp_
 async def test_the_fluency_judge_beside_the_others(fake_openai: FakeOpenAI) -> None:
     from crag.core.models import CragResult
     from crag.eval.judges import JUDGE, LlmJudge
-    from crag.services.llm.client import LlmClient
+    from crag.providers.llm.client import LlmClient
 
     llm = LlmClient.from_settings(CragSettings(**_openai_env(fake_openai)).llm)
     assert llm is not None

@@ -16,7 +16,7 @@ import pytest
 from pypdf import PdfReader
 
 from crag.cli.ingest import main as ingest_main
-from crag.config.settings import CragSettings
+from crag.config.engine_settings import CragSettings
 from crag.ingest.loaders import DocumentError, load
 from crag.ingest.local_target import load_or_build
 from crag.ingest.ocr.scans import OcrContext

@@ -25,7 +25,7 @@ from crag.ingest.formats import csv_file, excel
 from crag.ingest.formats.common import cell, table
 from crag.ingest.loaders import SUPPORTED_SUFFIXES, Document, DocumentError, discover, load
 from crag.ingest.local_target import build_local_index, load_or_build
-from crag.ingest.tokens import O200K_SHA256, O200K_URL, count_tokens
+from crag.ingest.token_count import O200K_SHA256, O200K_URL, count_tokens
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -512,7 +512,7 @@ socket.create_connection = no_network
 real_read_file = tiktoken.load.read_file
 tiktoken.load.read_file = lambda path: no_network() if "://" in path else real_read_file(path)
 
-from crag.ingest.tokens import count_tokens
+from crag.ingest.token_count import count_tokens
 print(count_tokens("hello world"), count_tokens("有給休暇の繰越し"))
 """
     env = {**os.environ, "TIKTOKEN_CACHE_DIR": str(cache), "PYTHONPATH": str(ROOT)}

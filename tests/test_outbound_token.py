@@ -15,8 +15,8 @@ from typing import Any
 
 import pytest
 
-from bot.auth import OutboundTokenUnavailable
-from bot.connector_cache import CachingConnectorFactory, warm_token
+from bot.channel.auth import OutboundTokenUnavailable
+from bot.channel.connector_cache import CachingConnectorFactory, warm_token
 
 
 class StallingCredentials:
@@ -93,7 +93,7 @@ async def test_one_user_token_client_per_app_id_not_one_per_activity() -> None:
 
     from botframework.connector.auth import AuthenticationConstants, ClaimsIdentity
 
-    from bot.connector_cache import CachingAuthentication
+    from bot.channel.connector_cache import CachingAuthentication
 
     config = NS(APP_ID="11111111-2222-3333-4444-555555555555", APP_PASSWORD="secret", APP_TYPE="MultiTenant")
     authentication = CachingAuthentication(config)

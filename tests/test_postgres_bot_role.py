@@ -1,4 +1,4 @@
-"""The bot's own PostgreSQL role (service/feedback/postgres_roles.py), on a real server: the migration
+"""The bot's own PostgreSQL role (feedback/postgres_roles.py), on a real server: the migration
 (run by another role, as Azure's migration job runs it) makes the role and grants it the feedback
 tables only; the bot, not migrating, writes answers and ratings and can change nothing else; a bot
 started before the migration keeps its acknowledged ratings until the schema is there."""
@@ -14,8 +14,8 @@ import asyncpg
 import pytest
 
 from crag.core.models import Branch, CragResult
-from service.feedback.postgres_store import PostgresFeedbackStore, migrate_database
-from service.feedback.protocol import FeedbackOutcome
+from feedback.postgres_store import PostgresFeedbackStore, migrate_database
+from feedback.protocol import FeedbackOutcome
 from tests.servers.postgres import feedback_cli
 
 

@@ -11,7 +11,7 @@ import pytest
 from pydantic import ValidationError
 
 from crag.config import providers
-from crag.config.settings import CragSettings
+from crag.config.engine_settings import CragSettings
 from crag.core.models import Branch
 from crag.runtime.factory import search_provider, web_provider
 from crag.runtime.handle import EngineHandle

@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from crag.config.settings import CragSettings
+from crag.config.engine_settings import CragSettings
 from crag.core.models import Branch, Chunk
 from crag.core.texts import says_absent
 from crag.engine import CragEngine

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from cards.answer_card import answer_card
-from crag.config.settings import CragSettings
+from crag.config.engine_settings import CragSettings
 from crag.core.models import Branch, WebStatus
 from crag.engine import CragEngine
 from crag.eval.fixture_web import FakeSerpApi

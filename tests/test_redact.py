@@ -6,8 +6,8 @@ import logging
 
 import pytest
 
-from service import redact
-from service.settings import BotSettings
+from hosting import redact
+from hosting.app_settings import BotSettings
 
 
 def test_configured_secrets_and_url_keys_are_masked(caplog: pytest.LogCaptureFixture) -> None:

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from cards.answer_card import answer_card
-from crag.config.settings import CragSettings
+from crag.config.engine_settings import CragSettings
 from crag.core.models import Branch, Chunk, Stage, Turn
 from crag.engine import CragEngine
 from crag.runtime.factory import build_engine, open_local_index

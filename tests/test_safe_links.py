@@ -14,11 +14,11 @@ import pytest
 
 from cards.answer_card import answer_card
 from cards.teams_message import answer_reply
-from crag.config.settings import CragSettings
+from crag.config.engine_settings import CragSettings
 from crag.core.models import Branch, Chunk, Citation, CragResult, GradedChunk, WebOutcome, WebStatus
 from crag.core.safe_links import markdown_link, safe_markdown, safe_url
+from crag.providers.web.serpapi import parse_results
 from crag.runtime.factory import build_engine, open_local_index
-from crag.services.web.serpapi import parse_results
 
 EVIL_URLS = [
     "javascript:alert(1)",

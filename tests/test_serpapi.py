@@ -13,7 +13,7 @@ from pydantic import SecretStr
 
 from crag.core.models import WebStatus
 from crag.eval.loopback import serve_on_loopback
-from crag.services.web.serpapi import SerpApiSearch
+from crag.providers.web.serpapi import SerpApiSearch
 
 SECRET = "sk-serp-THIS-MUST-NOT-LEAK"
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]

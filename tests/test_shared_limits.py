@@ -1,4 +1,4 @@
-"""Limits every replica counts together (service/shared_limits.py), on a real redis-server: three
+"""Limits every replica counts together (hosting/shared_limits.py), on a real redis-server: three
 Web Chat apps (three replicas behind one proxy) share one client's token limit, and the admin
 sign-in failures of one client add up across replicas. Counted in memory, the same requests pass on
 every replica (the control below). When Redis fails, each replica falls back to its own memory:
@@ -13,9 +13,9 @@ from contextlib import AsyncExitStack
 import pytest
 import redis.asyncio as aioredis
 
-from admin.access import FailureLimit
-from service.settings import BotSettings
-from service.shared_limits import SharedFailureLimit, limits_client
+from admin.authorization import FailureLimit
+from hosting.app_settings import BotSettings
+from hosting.shared_limits import SharedFailureLimit, limits_client
 from tests.servers.redis import RedisServer, running_redis
 from tests.test_webchat_token import SECRET, FakeTokenService
 from tests.webchat_helpers import Harness, webchat_app
@@ -129,13 +129,13 @@ async def test_when_redis_fails_each_replica_limits_alone_without_an_error(
         async with AsyncExitStack() as stack:
             replicas = await _replicas(stack, url, True, directline)
             doomed.stop()
-            with caplog.at_level(logging.WARNING, logger="service.shared_limits"):
+            with caplog.at_level(logging.WARNING, logger="hosting.shared_limits"):
                 statuses = [
                     (await replicas[0].client.post("/api/directline/token", headers=CLIENT)).status
                     for _ in range(4)
                 ]
             assert statuses == [200, 200, 200, 429]  # this replica's own bucket
-            warnings = [r.getMessage() for r in caplog.records if r.name == "service.shared_limits"]
+            warnings = [r.getMessage() for r in caplog.records if r.name == "hosting.shared_limits"]
             assert len(warnings) == 1 and "counts alone" in warnings[0]
             client = _client(url)
             stack.push_async_callback(client.aclose)

@@ -15,16 +15,16 @@ from pathlib import Path
 
 import pytest
 
-from crag.config.settings import CragSettings
+from crag.config.engine_settings import CragSettings
 from crag.core.access import EVERYONE
 from crag.core.models import Chunk
 from crag.ingest.sharepoint.local import stored_state, sync_to_local
 from crag.ingest.sharepoint.schedule import SharePointSource
+from crag.providers.graph.client import GraphError
+from crag.providers.graph.user_groups import GraphMembership
 from crag.retrieval.search.local_index import LocalIndex
 from crag.runtime import handle as handle_module
 from crag.runtime.handle import EngineHandle
-from crag.services.graph.client import GraphError
-from crag.services.graph.membership import GraphMembership
 from tests.fake_graph import FakeGraph
 from tests.graph_fixtures import ALICE, GROUP_A, GROUP_B, Graph
 

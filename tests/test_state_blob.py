@@ -1,6 +1,6 @@
 """Conversation state in Azure Blob Storage (STATE_STORAGE=blob, botbuilder-azure 4.17.1) against a
 real Azurite (tests/servers/azurite.py): the storage make_storage builds, its e_tag concurrency, the
-SDK defects bot/blob_state.py works around, and a conversation carried between two bot instances."""
+SDK defects bot/state/blob_state.py works around, and a conversation carried between two bot instances."""
 
 from __future__ import annotations
 
@@ -18,13 +18,13 @@ from botbuilder.core import ConversationState, StoreItem, TurnContext, UserState
 from botbuilder.core.adapters import TestAdapter
 from botbuilder.schema import Activity, ActivityTypes, ConversationAccount
 
-from bot.blob_state import BlobStateStorage, blob_name
+from bot.bot_runtime import BotRuntime
 from bot.crag_bot import CragBot
-from bot.state_storage import make_storage
-from crag.config.settings import StorageAccount
+from bot.state.blob_state import BlobStateStorage, blob_name
+from bot.state.storage import make_storage
+from crag.config.engine_settings import StorageAccount
 from crag.eval.loopback import serve_on_loopback
-from service.runtime import BotRuntime
-from service.settings import BotSettings
+from hosting.app_settings import BotSettings
 from tests.fakes import card_text
 from tests.servers.azurite import ACCOUNT, ACCOUNT_KEY, AzuriteBlob
 

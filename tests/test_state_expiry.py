@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from bot.state_storage import SqliteStorage, make_storage
-from service.settings import BotSettings
+from bot.state.storage import SqliteStorage, make_storage
+from hosting.app_settings import BotSettings
 
 
 def _backdate(db: Path, keys: list[str], days: float) -> None:

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from crag.config.settings import CragSettings
+from crag.config.engine_settings import CragSettings
 from crag.ingest.azure_target import read_folder
 from crag.ingest.loaders import DocumentError, discover, is_indexable, load
 from crag.ingest.local_target import build_local_index

@@ -1,4 +1,5 @@
-"""The text catalog (service/texts/catalog.toml): every key the code reads exists in both languages, with the
+"""The text catalog (hosting/ui_texts/catalog.toml): every key the code reads exists in both
+languages, with the
 same fields to fill in, and every stage, notice and branch a card can show has its text."""
 
 from __future__ import annotations
@@ -9,7 +10,7 @@ import string
 from pathlib import Path
 
 from crag.core.models import Branch, Notice, Stage
-from service.texts import LANGS, TEXTS, t
+from hosting.ui_texts import LANGS, TEXTS, t
 
 ROOT = Path(__file__).resolve().parent.parent
 CODE = ("app.py", "bot", "turn", "replies", "cards", "webchat", "crag", "feedback", "admin")

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from cards.answer_card import answer_card
-from crag.config.settings import CragSettings
+from crag.config.engine_settings import CragSettings
 from crag.core import weights
 from crag.core.models import Branch, Chunk, Citation, CragResult, GradedChunk, Thresholds
 from crag.runtime.factory import build_engine, open_local_index

@@ -20,12 +20,12 @@ from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import INVALID_SPAN
 
+from bot.bot_runtime import BotRuntime
 from bot.crag_bot import CragBot
 from crag.config.tracing import TracingSettings
-from crag.infra import tracing
-from crag.infra.tracing_export import configure_tracing
-from service.runtime import BotRuntime
-from service.settings import BotSettings
+from crag.tracing import spans as tracing
+from crag.tracing.export import configure_tracing
+from hosting.app_settings import BotSettings
 from tests.app_harness import serve_app
 from tests.fake_openai import FakeOpenAI
 from tests.fake_otlp import FakeAppInsights, FakeCollector
@@ -254,7 +254,7 @@ async def test_spans_reach_application_insights(
             OTEL_EXPORTER_OTLP_ENDPOINT="",
             OTEL_EXPORTER_OTLP_TRACES_ENDPOINT="",
         )
-        with caplog.at_level(logging.INFO, logger="crag.infra.tracing_export"):
+        with caplog.at_level(logging.INFO, logger="crag.tracing.export"):
             export = configure_tracing(settings)
         assert export is not None and export.destinations == ["Application Insights"]
         with tracing.span("crag.turn", {"crag.channel": "msteams"}), tracing.span("crag.grade"):
@@ -276,7 +276,7 @@ async def test_spans_reach_application_insights(
 
 def test_a_bad_connection_string_is_said_and_skipped(caplog: pytest.LogCaptureFixture) -> None:
     secret = "InstrumentationKey=not-a-guid-but-secret"
-    with caplog.at_level(logging.WARNING, logger="crag.infra.tracing_export"):
+    with caplog.at_level(logging.WARNING, logger="crag.tracing.export"):
         export = configure_tracing(
             TracingSettings(APPLICATIONINSIGHTS_CONNECTION_STRING=secret, OTEL_EXPORTER_OTLP_ENDPOINT="")
         )

@@ -12,9 +12,9 @@ from botbuilder.core import ConversationState, MemoryStorage, UserState
 from botbuilder.core.adapters import TestAdapter
 from botbuilder.schema import Activity, ActivityTypes
 
+from bot.bot_runtime import BotRuntime
 from bot.crag_bot import CragBot
-from service.runtime import BotRuntime
-from service.settings import BotSettings
+from hosting.app_settings import BotSettings
 from tests.fakes import card_text
 
 DOCS = {

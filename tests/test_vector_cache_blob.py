@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 from azure.storage.blob import BlobServiceClient
 
-from crag.config.settings import CragSettings, StorageAccount
+from crag.config.engine_settings import CragSettings, StorageAccount
 from crag.core.models import Chunk
 from crag.retrieval.embed import blob_mirror as blob_mirror_module
 from crag.retrieval.embed import store
@@ -336,7 +336,7 @@ def test_the_settings_say_what_is_missing() -> None:
 
 
 def test_the_bot_reads_the_same_connection_string() -> None:
-    from service.settings import BotSettings
+    from hosting.app_settings import BotSettings
 
     settings = BotSettings(AZURE_STORAGE_CONNECTION_STRING="UseDevelopmentStorage=true")
     assert settings.azure_storage_connection_string.get_secret_value() == "UseDevelopmentStorage=true"

@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from service.workers import cores_to_pin
+from hosting.workers import cores_to_pin
 
 
 def test_workers_are_pinned_only_one_per_core() -> None:

@@ -18,8 +18,8 @@ from botbuilder.core import ActivityHandler, TurnContext
 from botbuilder.integration.aiohttp import CloudAdapter, ConfigurationBotFrameworkAuthentication
 from botbuilder.schema import Activity, ChannelAccount
 
-from service import client_address
-from service.settings import BotSettings
+from hosting import client_address
+from hosting.app_settings import BotSettings
 from webchat import setup_webchat
 from webchat.limits import LocalLimits
 from webchat.page import DEFAULT_BUNDLE

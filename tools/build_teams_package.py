@@ -42,7 +42,7 @@ REPO_ROOT = Path(__file__).resolve().parent.parent
 if str(REPO_ROOT) not in sys.path:
     sys.path.insert(0, str(REPO_ROOT))
 
-from service.settings import BotSettings  # noqa: E402
+from hosting.app_settings import BotSettings  # noqa: E402
 
 APP_PACKAGE = REPO_ROOT / "appPackage"
 SCHEMA_PATH = APP_PACKAGE / "schema" / "teams-manifest-v1.22.schema.json"

@@ -318,7 +318,7 @@ async def _csv_export(
         await _rate(s, app, connector, "csv", result_id, 1)
     out = probe.tmp / "export.csv"
     subprocess.run(
-        [sys.executable, "-m", "service.feedback", "export", "--format", "csv", "--out", str(out)],
+        [sys.executable, "-m", "feedback", "export", "--format", "csv", "--out", str(out)],
         cwd=probe.root,
         env=app.env,
         capture_output=True,

@@ -14,7 +14,7 @@ from typing import Any, Protocol
 from botbuilder.core import TurnContext
 from botbuilder.schema import Activity
 
-from service.logsafe import esc
+from hosting.logsafe import esc
 
 log = logging.getLogger(__name__)
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from aiohttp import web
 
-from service.client_address import client_of
+from hosting.client_address import client_of
 from webchat.activities import locale_of
 from webchat.connector_api import service_url
 from webchat.cors import Cors

@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from aiohttp import web
 from aiohttp.typedefs import Handler
 
-from service.logsafe import esc
+from hosting.logsafe import esc
 
 log = logging.getLogger(__name__)
 

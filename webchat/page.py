@@ -15,7 +15,7 @@ from typing import Any
 
 from aiohttp import web
 
-from service.texts import LANGS, t
+from hosting.ui_texts import LANGS, t
 
 HERE = Path(__file__).resolve().parent
 STATIC = HERE / "static"

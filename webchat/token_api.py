@@ -11,8 +11,8 @@ import logging
 
 from aiohttp import web
 
-from service.client_address import client_of
-from service.shared_limits import SharedRateLimit
+from hosting.client_address import client_of
+from hosting.shared_limits import SharedRateLimit
 from webchat.cors import Cors
 from webchat.directline_api import PREFIX as LOCAL_PREFIX
 from webchat.errors import ApiError, too_many_requests
@@ -58,7 +58,7 @@ class TokenApi:
         return response
 
     async def _token(self, request: web.Request) -> web.Response:
-        # The client's address: X-Forwarded-For only from a trusted proxy (service/client_address.py).
+        # The client's address: X-Forwarded-For only from a trusted proxy (hosting/client_address.py).
         wait = await self._limiter.acquire(client_of(request))
         if wait:
             raise too_many_requests(wait, "too many token requests; try again later")

@@ -12,7 +12,7 @@ from typing import Any
 
 import aiohttp
 
-from crag.infra.http_proxy import proxy_options
+from crag.outbound.http_proxy import proxy_options
 
 log = logging.getLogger(__name__)
 

@@ -15,10 +15,10 @@ from urllib.parse import urlsplit
 import redis.asyncio as aioredis
 from aiohttp import web
 
-from service.examples import example_questions
-from service.settings import BotSettings
-from service.shared_limits import SharedRateLimit
-from service.texts import LANGS, t
+from hosting.app_settings import BotSettings
+from hosting.examples import example_questions
+from hosting.shared_limits import SharedRateLimit
+from hosting.ui_texts import LANGS, t
 from webchat.accesslog import quiet_access_log
 from webchat.bridge import BotBridge, TurnLogic, TurnProcessor
 from webchat.connector_api import PREFIX as CONNECTOR_PREFIX
@@ -88,7 +88,7 @@ def setup_webchat(
     origins = tuple(_origin(u) for u in (settings.direct_line_endpoint, settings.public_base_url) if u)
     ChatPage(settings.bot_name, _page_config(settings), bundle, origins).register(app)
     per_second = settings.webchat_tokens_per_minute / 60
-    # Per client across every replica when Redis is there (service/shared_limits.py), else per replica.
+    # Per client across every replica when Redis is there (hosting/shared_limits.py), else per replica.
     memory = RateLimiter(per_second, burst=min(settings.webchat_tokens_per_minute, 5), clock=monotonic)
     limiter = SharedRateLimit("webchat-token", memory, shared)
     TokenApi(cors, limiter, exchange, local, settings.public_base_url, not_configured).register(app)

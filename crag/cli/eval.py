@@ -18,7 +18,7 @@ from pathlib import Path
 
 from tqdm import tqdm
 
-from crag.config.settings import CragSettings
+from crag.config.engine_settings import CragSettings
 from crag.eval.compare import RunError, as_markdown, as_text, compare_runs
 from crag.eval.dataset import after_previous, load_dataset
 from crag.eval.metrics import sweep

@@ -21,7 +21,7 @@ from typing import Any
 
 from tqdm import tqdm
 
-from crag.config.settings import CragSettings
+from crag.config.engine_settings import CragSettings
 from crag.ingest.local_target import BuildReport
 from crag.runtime.handle import EngineHandle
 from crag.runtime.traced import traced_run

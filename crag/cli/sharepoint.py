@@ -13,10 +13,10 @@ from pathlib import Path
 
 from tqdm import tqdm
 
-from crag.config.settings import CragSettings
+from crag.config.engine_settings import CragSettings
 from crag.ingest.sharepoint.sync import SyncReport
+from crag.providers.graph.client import GraphClient, GraphError
 from crag.retrieval.search.azure import SearchUnavailable
-from crag.services.graph.client import GraphClient, GraphError
 
 log = logging.getLogger(__name__)
 

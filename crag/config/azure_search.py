@@ -2,7 +2,7 @@
 
 The defaults describe the index that `crag.ingest.azure_index.ensure_index` creates, so pointing the
 provider at a fresh service needs only the endpoint and the index name: without a key the bot signs in
-with its Entra identity (crag/infra/entra.py), as in Azure, where the service's keys are off. An
+with its Entra identity (crag/outbound/entra_tokens.py), as in Azure, where the service's keys are off. An
 existing index with other field names is mapped field by field; optional fields may be set to "" when
 the index does not have them (their Chunk attribute then stays at its default).
 """

@@ -18,6 +18,6 @@ SEARCH_PROVIDERS: dict[str, str] = {
 }
 
 WEB_PROVIDERS: dict[str, str] = {
-    "serpapi": "crag.services.web.serpapi",
-    "off": "crag.services.web.off",
+    "serpapi": "crag.providers.web.serpapi",
+    "off": "crag.providers.web.off",
 }

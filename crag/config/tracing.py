@@ -1,4 +1,4 @@
-"""Where the turn traces go (crag/infra/tracing_export.py): OpenTelemetry's own variable names, so a
+"""Where the turn traces go (crag/tracing/export.py): OpenTelemetry's own variable names, so a
 collector's usual setup works as it is, and one CRAG_* setting for what the spans may hold."""
 
 from __future__ import annotations

@@ -30,7 +30,7 @@ class Stage(StrEnum):
 
 class Notice(StrEnum):
     """Something the reader should know about how the answer was made, mostly that it went less well
-    than configured; the card says so (service/texts/catalog.toml: notice.<value>)."""
+    than configured; the card says so (hosting/ui_texts/catalog.toml: notice.<value>)."""
 
     LLM_FALLBACK = "llm_fallback"  # the language model failed: a local provider stood in
     SEARCH_FAILED = "search_failed"  # the document index could not be searched

@@ -1,6 +1,6 @@
 """The engine's own words, in Japanese and English: the fixed refusal, the note on a passage quoted
 from a document in the other language, and the statement that the documents lack the asked fact. The
-app's catalog (service/texts) adds these to its own, so the cards and the feedback export compare
+app's catalog (hosting/ui_texts) adds these to its own, so the cards and the feedback export compare
 against the same strings."""
 
 from __future__ import annotations

@@ -88,8 +88,8 @@ EXPORT_TODO = (
 
 _EXPORT_README = """# Evaluation set from feedback
 
-Questions users rated down or the bot refused, exported by `python -m service.feedback to-eval`
-(`python -m service.feedback to-eval`). Each question of questions.jsonl has no gold answer yet: its
+Questions users rated down or the bot refused, exported by `python -m feedback to-eval`
+(`python -m feedback to-eval`). Each question of questions.jsonl has no gold answer yet: its
 `review` holds what the bot answered each time (branch, cited files, web links, the raters'
 comments) and a `todo` for the reviewer. Until `answers` are written, `python -m crag.cli.eval` runs
 these questions for routing, retrieval of the cited documents is not scored and answers are not

@@ -16,7 +16,7 @@ import re
 from typing import Protocol
 
 from crag.core.models import CragResult
-from crag.services.llm.client import LlmClient, LlmUnavailable
+from crag.providers.llm.client import LlmClient, LlmUnavailable
 
 log = logging.getLogger(__name__)
 

@@ -14,16 +14,16 @@ from pathlib import Path
 
 from pydantic import SecretStr
 
+from crag.config.engine_settings import CragSettings
 from crag.config.serpapi import SerpApiSettings
-from crag.config.settings import CragSettings
 from crag.core.models import CragResult, GradedChunk
 from crag.eval.dataset import Dataset, Question
 from crag.eval.fixture_web import FakeSerpApi
 from crag.eval.form import form_defects
 from crag.eval.judges import available_judges
 from crag.eval.metrics import Record, compute_metrics
+from crag.providers.llm.client import LlmClient
 from crag.runtime.handle import EngineHandle
-from crag.services.llm.client import LlmClient
 
 
 async def evaluate(

@@ -43,7 +43,7 @@ from azure.search.documents.indexes.models import (
 from crag.config.azure_search import AzureSearchConfig
 from crag.core.models import Chunk
 from crag.core.protocols import Embedder
-from crag.infra.entra import async_credential
+from crag.outbound.entra_tokens import async_credential
 from crag.retrieval.search.azure import (
     SEARCH_AUDIENCE,
     SearchUnavailable,

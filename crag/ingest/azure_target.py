@@ -16,18 +16,18 @@ from pathlib import Path
 from tqdm import tqdm
 
 from crag.access.files import AccessFileError
-from crag.config.settings import CragSettings
+from crag.config.engine_settings import CragSettings
 from crag.core.models import Chunk
 from crag.ingest.azure_index import AzureSearchIndex, ensure_index, file_fingerprint, sync_chunks
 from crag.ingest.chunker import chunk_document, document_url
 from crag.ingest.loaders import DocumentError, discover, load
 from crag.ingest.local_target import AccessSource, warn_about
 from crag.ingest.ocr.choice import ocr_engine
-from crag.ingest.ocr.engine import OcrEngine
+from crag.ingest.ocr.ocr_engine import OcrEngine
 from crag.ingest.ocr.scans import OcrContext
+from crag.providers.llm.client import LlmClient
 from crag.retrieval.embed.llm import LlmEmbedder
 from crag.retrieval.search.azure import SearchUnavailable
-from crag.services.llm.client import LlmClient
 
 log = logging.getLogger(__name__)
 

@@ -15,7 +15,7 @@ from urllib.parse import quote
 
 from crag.core.models import Chunk
 from crag.ingest.loaders import Document
-from crag.ingest.tokens import count_tokens
+from crag.ingest.token_count import count_tokens
 from crag.text.sentences import sentence_ends
 
 _HEADER = re.compile(r"^(#{1,3})\s+(.+?)\s*#*\s*$")

@@ -33,7 +33,7 @@ from crag.access.files import AccessFile, access_file_digest, read_access_file
 from crag.core.models import Chunk
 from crag.ingest.chunker import chunk_document, document_url
 from crag.ingest.loaders import Document, DocumentError, discover, load
-from crag.ingest.ocr.engine import OcrEngine
+from crag.ingest.ocr.ocr_engine import OcrEngine
 from crag.ingest.ocr.scans import OcrContext, ScanReport
 from crag.ingest.term_pool import TermPool
 from crag.retrieval.embed.store import KEYS_FILE, VECTORS_FILE

@@ -155,7 +155,7 @@ _ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__
 
 
 def _serve() -> None:
-    # Started by a worker kept to one core (service/workers.py): a build helper is there to use the others.
+    # Started by a worker kept to one core (hosting/workers.py): a build helper is there to use the others.
     cpus = os.environ.get("CRAG_CPUS")
     if cpus and hasattr(os, "sched_setaffinity"):
         with contextlib.suppress(OSError, ValueError):

@@ -8,8 +8,10 @@ from collections.abc import Callable
 from typing import Any, Protocol, cast
 
 from crag.access.membership import CachedMembership, LocalMembership
+from crag.cache.answer_cache import AnswerCache, MemoryAnswerCache
+from crag.cache.answer_cache_redis import RedisAnswerCache
 from crag.config import providers
-from crag.config.settings import CragSettings
+from crag.config.engine_settings import CragSettings
 from crag.core.access import MembershipSource
 from crag.core.passthrough import PassThroughRefiner
 from crag.core.protocols import (
@@ -22,12 +24,10 @@ from crag.core.protocols import (
     WebSearch,
 )
 from crag.engine import CragEngine, EngineConfig
-from crag.infra.cache import AnswerCache, MemoryAnswerCache
-from crag.infra.cache_redis import RedisAnswerCache
 from crag.ingest.local_target import AccessSource, BuildReport, load_or_build, stale_fingerprint
 from crag.ingest.ocr.choice import ocr_engine
+from crag.providers.llm.client import LlmClient
 from crag.retrieval.search.local_index import LocalIndex
-from crag.services.llm.client import LlmClient
 from crag.stages.generate.extractive import ExtractiveComposer
 from crag.stages.generate.llm import LlmGenerator
 from crag.stages.grade.llm import LlmGrader
@@ -88,8 +88,8 @@ def membership_source(settings: CragSettings, **graph_options: Any) -> Membershi
     [groups] of the access file, read again whenever it changes (a dict lookup: nothing to cache)."""
     if settings.graph.configured:
         # Imported here: the Graph SDK is large, and most deployments never load it.
-        from crag.services.graph.client import GraphClient
-        from crag.services.graph.membership import GraphMembership
+        from crag.providers.graph.client import GraphClient
+        from crag.providers.graph.user_groups import GraphMembership
 
         client = GraphClient(settings.graph, **graph_options)  # options: azure-identity's (tests: a CA)
         return CachedMembership(GraphMembership(client), settings.access_groups_ttl)
@@ -127,7 +127,7 @@ class SearchProvider(Protocol):
 
 
 class WebProvider(Protocol):
-    """A module of crag/services/web registered in crag/config/providers.py."""
+    """A module of crag/providers/web registered in crag/config/providers.py."""
 
     def configured(self, settings: CragSettings) -> bool: ...
 

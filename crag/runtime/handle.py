@@ -28,9 +28,10 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from crag.access.files import AccessFileError
-from crag.config.settings import CragSettings
+from crag.config.engine_settings import CragSettings
 from crag.engine import CragEngine
 from crag.ingest.local_target import BuildReport, Progress
+from crag.providers.graph.errors import GraphError
 from crag.retrieval.search.local_index import LocalIndex
 from crag.runtime.embedding import BackgroundEmbedding
 from crag.runtime.factory import (
@@ -43,7 +44,6 @@ from crag.runtime.factory import (
 from crag.runtime.index_info import IndexInfo, WatchInfo, changes, index_info
 from crag.runtime.source_sync import sync_loop, sync_once
 from crag.runtime.watcher import watch_documents
-from crag.services.graph.errors import GraphError
 from crag.text.bilingual import lexicon_status
 
 if TYPE_CHECKING:

@@ -34,7 +34,7 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
-from crag.config.settings import CragSettings
+from crag.config.engine_settings import CragSettings
 from crag.text.bilingual import Lexicon, Terms, Translation, table_from, write
 from crag.text.tokenize import TermExtractor, term_extractor
 

@@ -1,5 +1,5 @@
 // Azure OpenAI with a chat and an embedding deployment. The bot calls it as its managed identity
-// (no AZURE_OPENAI_API_KEY: crag/services/llm uses DefaultAzureCredential), so key access is
+// (no AZURE_OPENAI_API_KEY: crag/providers/llm uses DefaultAzureCredential), so key access is
 // switched off altogether.
 param name string
 param location string

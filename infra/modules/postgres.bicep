@@ -1,7 +1,7 @@
 // The answers and ratings store shared by every replica (CRAG_FEEDBACK_STORE=postgres). Microsoft
 // Entra authentication only: no password exists. The server's one Entra administrator is the
 // migration identity, used only by the migration job (modules/jobs.bicep), which owns the schema and
-// makes the bot's own role (service/feedback/postgres_roles.py: data rights on the feedback tables,
+// makes the bot's own role (feedback/postgres_roles.py: data rights on the feedback tables,
 // nothing else). The bot logs in as that role with its managed identity's token. Reached only
 // through its private endpoint: no public access, no firewall rule.
 param name string

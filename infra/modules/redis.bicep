@@ -65,7 +65,7 @@ resource url 'Microsoft.KeyVault/vaults/secrets@2023-07-01' = {
     botAccess
   ]
   properties: {
-    // No password in it: the user is the identity, the password a token (crag/infra/redis_connect.py).
+    // No password in it: the user is the identity, the password a token (crag/outbound/redis_connect.py).
     value: 'rediss://${botPrincipalId}@${cluster.properties.hostName}:${database.properties.port}/0'
   }
 }

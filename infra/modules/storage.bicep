@@ -1,5 +1,5 @@
 // Blob storage for the conversation state (STATE_STORAGE=blob) and the vector cache. Keyless: shared
-// keys are off and the bot signs in with its identity (bot/blob_state.py, AZURE_STORAGE_ACCOUNT_URL).
+// keys are off and the bot signs in with its identity (bot/state/blob_state.py, AZURE_STORAGE_ACCOUNT_URL).
 param name string
 param location string
 param tags object

@@ -161,10 +161,10 @@ async def postgres_dsn(postgres_server: PostgresServer) -> AsyncIterator[str]:
 
 
 def feedback_cli(dsn: str, *args: str) -> subprocess.CompletedProcess[str]:
-    """`python -m service.feedback ARGS` (the ratings store's CLI) against the PostgreSQL at dsn."""
+    """`python -m feedback ARGS` (the ratings store's CLI) against the PostgreSQL at dsn."""
     env = {**os.environ, "CRAG_POSTGRES_URL": dsn, "CRAG_FEEDBACK_STORE": "postgres"}
     return subprocess.run(
-        [sys.executable, "-m", "service.feedback", *args],
+        [sys.executable, "-m", "feedback", *args],
         cwd=Path(__file__).resolve().parents[2],
         env=env,
         capture_output=True,

@@ -25,7 +25,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from crag.config.settings import CragSettings  # noqa: E402
+from crag.config.engine_settings import CragSettings  # noqa: E402
 from crag.runtime.handle import EngineHandle  # noqa: E402
 
 

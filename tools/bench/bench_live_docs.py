@@ -22,7 +22,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from crag.config.settings import CragSettings
+from crag.config.engine_settings import CragSettings
 from crag.runtime.handle import EngineHandle
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -40,7 +40,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from crag.config.settings import CragSettings  # noqa: E402
+from crag.config.engine_settings import CragSettings  # noqa: E402
 from crag.ingest.local_target import build_local_index, load_or_build  # noqa: E402
 from crag.retrieval.embed.index_vectors import IndexVectors  # noqa: E402
 from crag.retrieval.embed.store import write_vectors  # noqa: E402

@@ -21,11 +21,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from crag.config.settings import CragSettings
+from crag.config.engine_settings import CragSettings
 from crag.config.tracing import TracingSettings
-from crag.infra import tracing
-from crag.infra.tracing_export import configure_tracing
 from crag.runtime.factory import build_engine, open_local_index
+from crag.tracing import spans
+from crag.tracing.export import configure_tracing
 from tests.fake_otlp import FakeCollector
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -55,7 +55,7 @@ async def main_async(rounds: int) -> None:
         export = configure_tracing(TracingSettings(OTEL_EXPORTER_OTLP_ENDPOINT=collector.url))
         assert export is not None
         provider = export.provider
-        tracing.install(None)
+        spans.install(None)
         off: list[float] = []
         on: list[float] = []
         for q in questions[:3]:  # warm up both paths
@@ -63,11 +63,11 @@ async def main_async(rounds: int) -> None:
         for _ in range(rounds):
             for q in questions:
                 for install, sink in ((None, off), (provider, on)):
-                    tracing.install(install)
+                    spans.install(install)
                     started = time.perf_counter()
                     await engine.run(q)
                     sink.append((time.perf_counter() - started) * 1000)
-        tracing.install(provider)
+        spans.install(provider)
         await export.close()
         await engine.close()
     await collector.stop()

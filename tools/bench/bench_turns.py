@@ -28,7 +28,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # tools/: the `ben
 
 from bench.latency_fakes import FakeAzureSearch, SlowOpenAI, SlowSerpApi
 
-from crag.config.settings import CragSettings
+from crag.config.engine_settings import CragSettings
 from crag.ingest.azure_target import ingest_azure
 from crag.runtime.factory import build_engine
 

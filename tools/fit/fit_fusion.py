@@ -27,7 +27,7 @@ import numpy as np
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-from crag.config.settings import CragSettings  # noqa: E402
+from crag.config.engine_settings import CragSettings  # noqa: E402
 from crag.core.models import Chunk  # noqa: E402
 from crag.eval.dataset import load_dataset  # noqa: E402
 from crag.retrieval.search.hybrid import DEFAULT_WEIGHTS, FusionWeights, dense_weight, fuse  # noqa: E402

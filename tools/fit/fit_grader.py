@@ -53,7 +53,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from crag.config.settings import CragSettings
+from crag.config.engine_settings import CragSettings
 from crag.eval.dataset import load_dataset
 from crag.eval.metrics import contains_any
 from crag.runtime.factory import build_engine, open_local_index

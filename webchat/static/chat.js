@@ -8,7 +8,7 @@
   var statusEl = document.getElementById('status');
   var lang = (navigator.language || 'en').toLowerCase().indexOf('ja') === 0 ? 'ja' : 'en';
 
-  // Every text of the page comes from the bot's catalog (service/texts/catalog.toml), in both languages.
+  // Every text of the page comes from the bot's catalog (hosting/ui_texts/catalog.toml), in both languages.
   var texts = config.texts;
   document.getElementById('hint-ja').textContent = texts.hint.ja;
   document.getElementById('hint-en').textContent = texts.hint.en;

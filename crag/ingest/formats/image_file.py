@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 from crag.ingest.formats.common import Converted, FormatError, assemble, body_lines, heading
-from crag.ingest.ocr.engine import ScannedFile
+from crag.ingest.ocr.ocr_engine import ScannedFile
 from crag.ingest.ocr.pages import image_frames
 from crag.ingest.ocr.scans import OcrContext, read_scans
 

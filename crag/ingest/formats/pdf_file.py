@@ -31,7 +31,7 @@ from crag.ingest.formats.common import (
     inline,
     property_title,
 )
-from crag.ingest.ocr.engine import ScannedFile
+from crag.ingest.ocr.ocr_engine import ScannedFile
 from crag.ingest.ocr.pages import inked_pdf_pages
 from crag.ingest.ocr.scans import OcrContext, read_scans
 

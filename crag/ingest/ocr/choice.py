@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from crag.config.settings import CragSettings
+from crag.config.engine_settings import CragSettings
 from crag.ingest.ocr.document_intelligence import document_intelligence_engine
-from crag.ingest.ocr.engine import OcrEngine
+from crag.ingest.ocr.ocr_engine import OcrEngine
 from crag.ingest.ocr.tesseract import tesseract_engine
 from crag.ingest.ocr.unavailable import NoOcr
 

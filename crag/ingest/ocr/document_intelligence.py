@@ -19,8 +19,8 @@ from azure.core.exceptions import (
 )
 
 from crag.config.ocr import OcrSettings
-from crag.ingest.ocr.engine import OcrFailed, OcrResult, PageProgress, ScannedFile
 from crag.ingest.ocr.layout_markdown import normalize
+from crag.ingest.ocr.ocr_engine import OcrFailed, OcrResult, PageProgress, ScannedFile
 
 log = logging.getLogger(__name__)
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from crag.ingest.ocr.engine import (
+from crag.ingest.ocr.ocr_engine import (
     OcrEngine,
     OcrFailed,
     OcrUnavailable,

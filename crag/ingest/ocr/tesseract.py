@@ -12,7 +12,7 @@ import pytesseract
 from PIL import Image
 
 from crag.config.ocr import OcrSettings
-from crag.ingest.ocr.engine import OcrEngine, OcrResult, PageProgress, ScannedFile
+from crag.ingest.ocr.ocr_engine import OcrEngine, OcrResult, PageProgress, ScannedFile
 from crag.ingest.ocr.pages import image_page, pdf_page_image
 from crag.ingest.ocr.unavailable import INSTALL_HINT, NoOcr
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from crag.ingest.ocr.engine import OcrResult, OcrUnavailable, PageProgress, ScannedFile
+from crag.ingest.ocr.ocr_engine import OcrResult, OcrUnavailable, PageProgress, ScannedFile
 
 # How to get an engine, for the reasons scanned pages are skipped.
 INSTALL_HINT = (

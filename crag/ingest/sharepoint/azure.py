@@ -17,17 +17,17 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from crag.config.azure_search import AzureSearchConfig
-from crag.config.settings import CragSettings
+from crag.config.engine_settings import CragSettings
 from crag.ingest.azure_index import AzureSearchIndex, SyncReport, ensure_index, file_fingerprint, sync_chunks
 from crag.ingest.chunker import chunk_document
 from crag.ingest.ocr.choice import ocr_engine
 from crag.ingest.ocr.scans import OcrContext
 from crag.ingest.sharepoint.library import Library
-from crag.ingest.sharepoint.state import LibraryState
 from crag.ingest.sharepoint.sync import Progress, SyncResult, sync_library
+from crag.ingest.sharepoint.sync_state import LibraryState
+from crag.providers.graph.client import GraphClient
+from crag.providers.llm.client import LlmClient
 from crag.retrieval.embed.llm import LlmEmbedder
-from crag.services.graph.client import GraphClient
-from crag.services.llm.client import LlmClient
 
 
 def state_file(settings: CragSettings, config: AzureSearchConfig) -> Path:

@@ -29,8 +29,8 @@ from msgraph.generated.models.drive_item import DriveItem
 from msgraph.generated.models.permission import Permission
 
 from crag.config.sharepoint import graph_site_key
-from crag.ingest.sharepoint.state import Location
-from crag.services.graph.client import GraphClient, GraphError
+from crag.ingest.sharepoint.sync_state import Location
+from crag.providers.graph.client import GraphClient, GraphError
 
 # Removed items come back as deleted (also those the app can no longer see), folders the app cannot
 # enter are still walked, and items whose sharing changed are marked (@microsoft.graph.sharedChanged:

@@ -13,7 +13,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from crag.config.settings import CragSettings
+from crag.config.engine_settings import CragSettings
 from crag.ingest.local_target import (
     INDEX_FORMAT,
     BuildReport,
@@ -25,11 +25,11 @@ from crag.ingest.local_target import (
 from crag.ingest.ocr.choice import ocr_engine
 from crag.ingest.ocr.scans import OcrContext
 from crag.ingest.sharepoint.library import Library
-from crag.ingest.sharepoint.state import LibraryState
 from crag.ingest.sharepoint.sync import Progress as SyncProgress
 from crag.ingest.sharepoint.sync import SyncResult, sync_library
+from crag.ingest.sharepoint.sync_state import LibraryState
+from crag.providers.graph.client import GraphClient
 from crag.retrieval.search.local_index import LocalIndex, read_manifest
-from crag.services.graph.client import GraphClient
 
 STATE_KEY = "sharepoint"  # the manifest entry holding the LibraryState
 

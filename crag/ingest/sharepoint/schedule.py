@@ -17,13 +17,13 @@ import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
-from crag.config.settings import CragSettings
+from crag.config.engine_settings import CragSettings
 from crag.ingest.local_target import BuildReport
 from crag.ingest.sharepoint.azure import read_state, state_file, sync_to_azure
 from crag.ingest.sharepoint.local import LocalSync, load_stored, sync_to_local
-from crag.ingest.sharepoint.state import LibraryState, file_key
+from crag.ingest.sharepoint.sync_state import LibraryState, file_key
+from crag.providers.graph.client import GraphClient, GraphError
 from crag.retrieval.search.local_index import LocalIndex
-from crag.services.graph.client import GraphClient, GraphError
 
 log = logging.getLogger(__name__)
 

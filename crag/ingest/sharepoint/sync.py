@@ -29,8 +29,8 @@ from crag.ingest.loaders import Document, DocumentError, from_bytes
 from crag.ingest.ocr.scans import OcrContext
 from crag.ingest.sharepoint.library import Library, is_shared_changed
 from crag.ingest.sharepoint.permissions import access_from
-from crag.ingest.sharepoint.state import Entry, LibraryState, Location, file_key, mapping_version
-from crag.services.graph.client import GraphError
+from crag.ingest.sharepoint.sync_state import Entry, LibraryState, Location, file_key, mapping_version
+from crag.providers.graph.client import GraphError
 
 log = logging.getLogger(__name__)
 

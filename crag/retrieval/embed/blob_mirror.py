@@ -34,8 +34,8 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, BinaryIO
 
-from crag.config.settings import StorageAccount
-from crag.infra.entra import sync_credential
+from crag.config.engine_settings import StorageAccount
+from crag.outbound.entra_tokens import sync_credential
 from crag.retrieval.embed.store import KEYS_FILE, VECTORS_FILE
 
 log = logging.getLogger(__name__)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from crag.services.llm.client import LlmClient
+from crag.providers.llm.client import LlmClient
 
 
 class LlmEmbedder:

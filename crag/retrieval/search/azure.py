@@ -30,14 +30,14 @@ from azure.search.documents.aio import SearchClient
 from azure.search.documents.models import VectorizedQuery
 
 from crag.config.azure_search import AzureSearchConfig
-from crag.config.settings import CragSettings
+from crag.config.engine_settings import CragSettings
 from crag.core.access import Reader, may_read, normalize
 from crag.core.models import Chunk, GradedChunk
 from crag.core.protocols import Embedder, SearchBuild
-from crag.infra.entra import async_credential
+from crag.outbound.entra_tokens import async_credential
+from crag.providers.llm.client import LlmClient
 from crag.retrieval.embed.llm import LlmEmbedder
 from crag.retrieval.search.local_index import LocalIndex
-from crag.services.llm.client import LlmClient
 
 log = logging.getLogger(__name__)
 # The SDK's HTTP logging policy logs every request and response at INFO: keep the bot's log readable

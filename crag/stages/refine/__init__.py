@@ -1,1 +1,2 @@
-"""Knowledge refinement: keep only what bears on the question (the LLM refiner lives in crag/services/llm)."""
+"""Knowledge refinement: keep only what bears on the question (the LLM refiner lives in
+crag/providers/llm)."""

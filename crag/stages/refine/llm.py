@@ -7,9 +7,9 @@ import logging
 from collections.abc import Sequence
 
 from crag.core.models import GradedChunk, Notice, WebResult
-from crag.infra import trace
-from crag.services.llm import prompts
-from crag.services.llm.client import LlmClient, LlmUnavailable
+from crag.providers.llm import prompts
+from crag.providers.llm.client import LlmClient, LlmUnavailable
+from crag.tracing import turn_trace
 
 log = logging.getLogger(__name__)
 
@@ -48,7 +48,7 @@ class LlmRefiner:
             )
         except LlmUnavailable as exc:
             log.warning("refinement skipped: %s", exc)
-            trace.current().notice(Notice.LLM_FALLBACK)
+            turn_trace.current().notice(Notice.LLM_FALLBACK)
             return text
         reply = reply.strip()
         if reply.upper().startswith("NONE"):

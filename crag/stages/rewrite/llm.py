@@ -7,9 +7,9 @@ from collections.abc import Sequence
 
 from crag.core.models import Notice, Turn
 from crag.core.protocols import QueryRewriter
-from crag.infra import trace
-from crag.services.llm import prompts
-from crag.services.llm.client import LlmClient, LlmUnavailable
+from crag.providers.llm import prompts
+from crag.providers.llm.client import LlmClient, LlmUnavailable
+from crag.tracing import turn_trace
 
 log = logging.getLogger(__name__)
 
@@ -71,6 +71,6 @@ class LlmRewriter:
             reply = await self._llm.chat(system, user, max_tokens=80)
         except LlmUnavailable as exc:
             log.warning("rewrite fell back to local keywords: %s", exc)
-            trace.current().notice(Notice.LLM_FALLBACK)
+            turn_trace.current().notice(Notice.LLM_FALLBACK)
             return None
         return " ".join(reply.strip().strip('"「」').split())[:300]

@@ -11,11 +11,11 @@ from pydantic import Field
 
 from crag.core.access import Reader, may_read
 from crag.config.env import EnvSettings
-from crag.services.llm.client import LlmClient
+from crag.providers.llm.client import LlmClient
 from crag.core.models import Chunk, GradedChunk
 from crag.core.protocols import SearchBuild
 from crag.retrieval.search.local_index import LocalIndex
-from crag.config.settings import CragSettings
+from crag.config.engine_settings import CragSettings
 
 USES_LOCAL_INDEX = False
 

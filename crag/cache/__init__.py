@@ -1,0 +1,1 @@
+"""The answer cache: in memory, or in Redis shared by every instance."""

@@ -1,0 +1,2 @@
+"""Clients of outside services the engine's stages call: the language model (llm), web search (web) and
+Microsoft Graph (graph)."""

@@ -1,1 +1,0 @@
-"""Clients of outside services: the language model (llm), web search (web) and Microsoft Graph (graph)."""

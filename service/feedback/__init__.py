@@ -1,1 +1,0 @@
-"""The feedback store: every answer given and every rating received, in SQLite."""
