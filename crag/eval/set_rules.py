@@ -3,7 +3,7 @@
 What differs from set to set lives in the set's folder as data (the id prefix, how many questions of
 each kind, the corpus' formats and languages, the names a web result must not carry), so a new set
 needs a rules.toml and no code. What every set shares (the twelve fields, what each kind means) is
-the checker's, in crag/eval/check_set.py.
+the checker's (crag/eval/check_set.py and the modules it runs).
 """
 
 from __future__ import annotations
