@@ -9,7 +9,6 @@ Fast and offline: reads the JSONL files and the corpus, never runs the engine.
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import re
 import unicodedata
@@ -17,18 +16,13 @@ from pathlib import Path
 
 import pytest
 
+from crag.cli.eval import main
 from crag.eval.dataset import load_dataset
+from crag.eval.set_rules import IN_CORPUS_KINDS
+from crag.eval.set_rules import KINDS as ALL_KINDS
 from tests.conftest import ROOT, SAMPLE_DOCS
 
-KINDS = {
-    "literal",
-    "paraphrase",
-    "cross_language",
-    "topic_mentioned_fact_absent",
-    "off_topic",
-    "multi_part",
-    "follow_up",
-}
+KINDS = set(ALL_KINDS)
 # Per set: its id prefix, its least number of questions and its kinds (sample-docs-2 and fit-hokuyo have no
 # literal ones).
 SETS = {
@@ -40,7 +34,6 @@ SETS = {
 }
 # Sets whose corpus/ is a copy of sample_docs/; the others have twelve documents of their own.
 SAMPLE_DOCS_COPIES = {"sample-docs", "sample-docs-2"}
-IN_CORPUS_KINDS = {"literal", "paraphrase", "cross_language", "multi_part", "follow_up"}
 
 
 def _norm(text: str) -> str:
@@ -165,10 +158,7 @@ def test_harness_loads_the_set(set_dir: Path) -> None:
     assert len(data.questions) == len(data.web_fixtures)
 
 
-def test_full_validator_passes(set_dir: Path) -> None:
-    checker = ROOT / "tools" / "check_sample_docs_set.py"
-    spec = importlib.util.spec_from_file_location("sample_docs_check", checker)
-    assert spec is not None and spec.loader is not None
-    check = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(check)
-    assert check.main(set_dir, quiet=True) == 0, check.errors
+def test_full_validator_passes(set_dir: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """crag-eval --check with the set's rules.toml (tests/test_check_set.py runs it on every set)."""
+    assert main(["--check", str(set_dir)]) == 0, capsys.readouterr().out
+    assert capsys.readouterr().out.startswith(f"OK: {set_dir}: ")

@@ -1,10 +1,13 @@
 """python -m crag.cli.eval DATASET_DIR --out OUT_DIR [--limit N] [--sweep]
 python -m crag.cli.eval compare RUN_A RUN_B [--out FILE]
+python -m crag.cli.eval --check DATASET_DIR
 
 Builds a fresh index from DATASET_DIR/corpus, serves DATASET_DIR/web_fixtures.jsonl from a fake
 SerpAPI on 127.0.0.1, runs every question through the bot's engine and writes results.jsonl,
 metrics.json and report.md (with PNG plots) to OUT_DIR. `compare` lists what got better and worse
 from one such run to another, question by question (crag/eval/compare.py), and writes compare.md.
+`--check` says whether a set holds to the rules in its rules.toml (crag/eval/check_set.py): each
+problem on a line and exit status 1, or one OK line.
 """
 
 from __future__ import annotations
@@ -19,6 +22,7 @@ from pathlib import Path
 from tqdm import tqdm
 
 from crag.config.engine_settings import CragSettings
+from crag.eval.check_set import SetError, check_set
 from crag.eval.compare import RunError, as_markdown, as_text, compare_runs
 from crag.eval.dataset import after_previous, load_dataset
 from crag.eval.metrics import sweep
@@ -54,14 +58,37 @@ def compare(argv: list[str]) -> int:
     return 0
 
 
+def check(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m crag.cli.eval --check",
+        description="Whether an evaluation set holds to the rules in its rules.toml.",
+    )
+    parser.add_argument("dataset", type=Path, help="folder with rules.toml, corpus/ and the two JSONL files")
+    args = parser.parse_args(argv)
+    try:
+        verdict = check_set(args.dataset)
+    except (SetError, OSError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    if verdict.problems:
+        print(*verdict.problems, sep="\n")
+        print(f"FAILED: {args.dataset}: {len(verdict.problems)} problem(s)")
+        return 1
+    print(verdict.summary(args.dataset))
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else argv
     if argv[:1] == ["compare"]:
         return compare(argv[1:])
+    if argv[:1] == ["--check"]:
+        return check(argv[1:])
     parser = argparse.ArgumentParser(
         prog="python -m crag.cli.eval",
         description=__doc__.split("\n\n")[1],
-        epilog="python -m crag.cli.eval compare RUN_A RUN_B: what got better and worse between two runs",
+        epilog="python -m crag.cli.eval compare RUN_A RUN_B: what got better and worse between two runs; "
+        "python -m crag.cli.eval --check DATASET_DIR: whether a set holds to its rules.toml",
     )
     parser.add_argument("dataset", type=Path, help="folder with corpus/, questions.jsonl, web_fixtures.jsonl")
     parser.add_argument("--out", type=Path, required=True, help="output folder (index, results, report)")
