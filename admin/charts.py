@@ -87,6 +87,18 @@ def ratings_by_day(days: Sequence[DayRatings], title: str, tip: Callable[[DayRat
 
 # The half-width charts: names on the left, bars in the middle, figures in a column on the right.
 HALF_WIDTH, NAMES_W, FIGURES_W = 580.0, 175.0, 150.0
+BARS_X = NAMES_W + 10  # where every bar starts
+BARS_W = HALF_WIDTH - BARS_X - FIGURES_W - 10  # the longest bar
+
+
+def _half_width(title: str, rows: int, row_h: float) -> Chart:
+    return Chart(HALF_WIDTH, row_h * max(1, rows) + 6, title)
+
+
+def _name_and_figures(chart: Chart, baseline: float, name: str, figures: str, name_cls: str = "") -> None:
+    """A row's two texts: its name, right-aligned against the bars, and its figures after them."""
+    chart.labels.append(Label(NAMES_W, baseline, name, "end", name_cls))
+    chart.labels.append(Label(BARS_X + BARS_W + 10, baseline, figures, "start", "value"))
 
 
 def ratings_by_branch(
@@ -98,22 +110,18 @@ def ratings_by_branch(
 ) -> Chart:
     """One bar per branch, as long as its share of all ratings, split into 👍 and 👎."""
     row_h = 32.0
-    chart = Chart(HALF_WIDTH, row_h * max(1, len(rows)) + 6, title)
-    left = NAMES_W + 10
-    bar_w = HALF_WIDTH - left - FIGURES_W - 10
+    chart = _half_width(title, len(rows), row_h)
     most = max((r.up + r.down for r in rows), default=0) or 1
     for i, r in enumerate(rows):
         y = 6 + i * row_h
-        chart.labels.append(Label(NAMES_W, y + 16, name(r.branch), "end"))
-        up_w = bar_w * r.up / most
-        down_w = bar_w * r.down / most
+        _name_and_figures(chart, y + 16, name(r.branch), caption(r))
+        up_w = BARS_W * r.up / most
         if r.up:
-            chart.rects.append(Rect(left, y + 3, up_w, 18, "up", tip(r)))
+            chart.rects.append(Rect(BARS_X, y + 3, up_w, 18, "up", tip(r)))
         if r.down:
-            chart.rects.append(Rect(left + up_w, y + 3, down_w, 18, "down", tip(r)))
+            chart.rects.append(Rect(BARS_X + up_w, y + 3, BARS_W * r.down / most, 18, "down", tip(r)))
         if not r.up and not r.down:
-            chart.rects.append(Rect(left, y + 3, 1, 18, "none", tip(r)))
-        chart.labels.append(Label(left + bar_w + 10, y + 16, caption(r), "start", "value"))
+            chart.rects.append(Rect(BARS_X, y + 3, 1, 18, "none", tip(r)))
     return chart
 
 
@@ -126,19 +134,13 @@ def stage_latency(
 ) -> Chart:
     """A bar per stage: p95 long and light, p50 inside it, dark; one scale for every stage."""
     row_h = 26.0
-    chart = Chart(HALF_WIDTH, row_h * max(1, len(stages)) + 6, title)
-    left = NAMES_W + 10
-    bar_w = HALF_WIDTH - left - FIGURES_W - 10
+    chart = _half_width(title, len(stages), row_h)
     most = max((s.p95_ms for s in stages), default=0.0) or 1.0
     for i, s in enumerate(stages):
         y = 6 + i * row_h
-        total = "total" if s.stage == "total" else ""
-        chart.labels.append(Label(NAMES_W, y + 14, name(s.stage), "end", total))
-        p95_w = max(1.0, bar_w * s.p95_ms / most)
-        p50_w = max(1.0, bar_w * s.p50_ms / most)
-        chart.rects.append(Rect(left, y + 2, p95_w, 16, "p95", tip(s)))
-        chart.rects.append(Rect(left, y + 2, p50_w, 16, "p50", tip(s)))
-        chart.labels.append(Label(left + bar_w + 10, y + 14, caption(s), "start", "value"))
+        _name_and_figures(chart, y + 14, name(s.stage), caption(s), "total" if s.stage == "total" else "")
+        for value, cls in ((s.p95_ms, "p95"), (s.p50_ms, "p50")):
+            chart.rects.append(Rect(BARS_X, y + 2, max(1.0, BARS_W * value / most), 16, cls, tip(s)))
     return chart
 
 

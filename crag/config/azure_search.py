@@ -15,6 +15,7 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator, model_validator
 
 from crag.config.env import EnvSettings
+from crag.config.urls import endpoint_url
 
 SearchMode = Literal["keyword", "vector", "hybrid"]
 
@@ -69,10 +70,9 @@ class AzureSearchConfig(BaseModel):
     @field_validator("endpoint")
     @classmethod
     def _endpoint_is_url(cls, value: str) -> str:
-        value = value.strip().rstrip("/")
-        if not re.match(r"^https?://[^/\s]+", value):
-            raise ValueError("endpoint must be an http(s) URL such as https://NAME.search.windows.net")
-        return value
+        return endpoint_url(
+            value, "endpoint must be an http(s) URL such as https://NAME.search.windows.net", required=True
+        )
 
     @field_validator("index_name")
     @classmethod

@@ -25,6 +25,7 @@ from crag.config.paths import PROJECT_ROOT, SAMPLE_DOCS
 from crag.config.serpapi import SerpApiSettings
 from crag.config.sharepoint import SharePointSettings, graph_site_key
 from crag.config.tracing import TracingSettings
+from crag.config.urls import endpoint_url
 from crag.core.access import ACCESS_FILE_NAME
 from crag.core.models import Thresholds
 
@@ -318,13 +319,12 @@ class CragSettings(EnvSettings):
     @field_validator("azure_storage_account_url")
     @classmethod
     def _account_url_is_url(cls, value: str) -> str:
-        value = value.strip().rstrip("/")
-        if value and not re.match(r"^https?://[^/\s]+", value):
-            raise ValueError(
-                "AZURE_STORAGE_ACCOUNT_URL must be the account's Blob endpoint, such as"
-                " https://ACCOUNT.blob.core.windows.net"
-            )
-        return value
+        return endpoint_url(
+            value,
+            "AZURE_STORAGE_ACCOUNT_URL must be the account's Blob endpoint, such as"
+            " https://ACCOUNT.blob.core.windows.net",
+            required=False,
+        )
 
     def storage_account(self) -> StorageAccount | None:
         """The Blob account: the connection string (keys) when set, else the endpoint (Entra)."""

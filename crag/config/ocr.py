@@ -8,6 +8,7 @@ from typing import Literal
 from pydantic import Field, SecretStr, field_validator, model_validator
 
 from crag.config.env import EnvSettings
+from crag.config.urls import endpoint_url
 
 
 class OcrSettings(EnvSettings):
@@ -41,13 +42,12 @@ class OcrSettings(EnvSettings):
     @field_validator("azure_endpoint")
     @classmethod
     def _endpoint_is_url(cls, value: str) -> str:
-        value = value.strip().rstrip("/")
-        if value and not re.match(r"^https?://[^/\s]+", value):
-            raise ValueError(
-                "AZURE_DOCUMENT_INTELLIGENCE_ENDPOINT must be an http(s) URL such as "
-                "https://NAME.cognitiveservices.azure.com"
-            )
-        return value
+        return endpoint_url(
+            value,
+            "AZURE_DOCUMENT_INTELLIGENCE_ENDPOINT must be an http(s) URL such as "
+            "https://NAME.cognitiveservices.azure.com",
+            required=False,
+        )
 
     @model_validator(mode="after")
     def _azure_configured_when_chosen(self) -> OcrSettings:
