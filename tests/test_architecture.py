@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
+from tests.paths import ROOT
 
 # The app's parts and what each may import (besides itself and third-party packages).
 APP: dict[str, set[str]] = {

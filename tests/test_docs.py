@@ -6,7 +6,8 @@ import re
 import subprocess
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+from tests.paths import ROOT
+
 OUTSIDE = re.compile(r"\.\./shared|DESIGN(\.md| §)|\bseed 00\d")
 
 
