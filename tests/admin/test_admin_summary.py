@@ -1,4 +1,4 @@
-"""The dashboard's figures from a store filled with known answers and ratings (tests/admin_data.py):
+"""The dashboard's figures from a store filled with known answers and ratings (tests/admin/admin_data.py):
 the real SQLite store, and the real PostgreSQL store on a throwaway server (skipped where PostgreSQL
 is not installed, a failure in CI). Both stores must give the very same summary."""
 

@@ -1,6 +1,7 @@
 """Inbound tokens with an app id: a slow key endpoint freezes nothing, forged tokens are a clean 401.
 
-The app runs in process (app.create_app); the OpenID endpoint in threads of its own (app_harness).
+The app runs in process (app.create_app); the OpenID endpoint in threads of its own
+(tests/servers/app_harness.py).
 """
 
 from __future__ import annotations

@@ -9,7 +9,7 @@ another answer, against the real app (`python app.py`) and a fake Bot Connector:
 
 Two answers are given in each conversation and the OLDER one is rated, so that a fallback to "the
 conversation's latest answer" would show as a rating on the wrong answer.
-(Web Chat's own path: tests/test_webchat_app.py.)
+(Web Chat's own path: tests/webchat/test_webchat_app.py.)
 """
 
 from __future__ import annotations

@@ -177,7 +177,7 @@ async def test_bad_invokes_are_client_errors(
     [
         {"action": {"type": "Action.Execute", "verb": "crag.delete_everything", "data": {}}},
         {"action": {"type": "Action.Execute", "verb": "crag.feedback", "data": {"result_id": "x" * 32}}},
-        # (Well formed, of an answer not given here: kept apart, tests/test_feedback_clients.py.)
+        # (Well formed, of an answer not given here: kept apart, tests/bot/test_feedback_clients.py.)
         {"action": "nonsense"},
         None,
     ],

@@ -92,7 +92,7 @@ class CardCase:
 
 
 class _DeadRetriever:
-    """A document index that cannot be reached (as tests/test_breaker.py's)."""
+    """A document index that cannot be reached (as tests/crag/outbound/test_breaker.py's)."""
 
     name = "dead"
 

@@ -1,10 +1,10 @@
 """Every card, in Japanese and English, against the Adaptive Cards 1.5 JSON schema and through the
 official renderer in headless Chromium.
 
-The cards are built at test time (tests/card_render_cases.py: real engine turns for every branch,
+The cards are built at test time (tests/cards/card_render_cases.py: real engine turns for every branch,
 the welcome, thank-you and error cards), so a changed card builder is checked as it is now.
 
-- Schema: the official Adaptive Cards 1.5 JSON schema (draft-06), vendored in tests/card_render/
+- Schema: the official Adaptive Cards 1.5 JSON schema (draft-06), vendored in tests/cards/card_render/
   (its README says where it comes from), checked with `jsonschema`. Needs no browser.
 - Size: the card's JSON under 28 KB (Teams' limit on a message).
 - Render: the official `adaptivecards` npm package (webchat/package.json, at the version Web Chat

@@ -1,4 +1,4 @@
-"""The fake Graph (tests/fake_graph.py) with its TLS authority, and settings pointing the bot at it."""
+"""The fake Graph (tests/fakes/graph.py) with its TLS authority, and settings pointing the bot at it."""
 
 from __future__ import annotations
 

@@ -268,7 +268,7 @@ def test_every_secret_setting_comes_from_key_vault() -> None:
     plain, secret = container_settings()
     plain_secrets = {name for name in plain if fields.get(name) is SecretStr}
     # A DSN is a secret setting because it may hold a password; with Entra login it holds none (the
-    # token is the password: tests/test_infra_keyless.py checks the URL has no password part).
+    # token is the password: tests/infra/test_infra_keyless.py checks the URL has no password part).
     if plain.get("CRAG_POSTGRES_AUTH") == "entra":
         plain_secrets.discard("CRAG_POSTGRES_URL")
     assert not plain_secrets, f"secret settings given as plain values: {sorted(plain_secrets)}"

@@ -1,5 +1,5 @@
 """The two network modes of the Azure deployment (usePrivateEndpoint), read with a Bicep parser and
-the small evaluator of tests/bicep_read.py: which modules each mode deploys, and what each data
+the small evaluator of tests/infra/bicep_read.py: which modules each mode deploys, and what each data
 service's public access works out to. PostgreSQL is private in both; with usePrivateEndpoint every
 data service has a private endpoint and its public access off."""
 

@@ -1,5 +1,5 @@
 """Keyless sign-in to Azure's data services, with tokens from azure-identity's own managed-identity
-credential pointed at a fake token endpoint on 127.0.0.1 (tests/fake_managed_identity.py).
+credential pointed at a fake token endpoint on 127.0.0.1 (tests/fakes/managed_identity.py).
 
 - Azure AI Search (the fake, over TLS, its keys refused as `disableLocalAuth` does): every request
   carries a bearer token for the Search audience and no api-key.

@@ -1,4 +1,7 @@
-"""A question asking for two things is split into its parts (tests/test_research.py: the engine's use)."""
+"""A question asking for two things is split into its parts.
+
+The engine's use of the parts: tests/crag/test_research.py.
+"""
 
 from __future__ import annotations
 

@@ -414,7 +414,8 @@ def test_text_only_blank_documents_are_reported_not_indexed(tmp_path: Path) -> N
     with pytest.raises(DocumentError, match=r"^blank\.docx: no text found"):
         _load(tmp_path / "blank.docx")
     pdf = FPDF()
-    pdf.add_page()  # a page with no text and nothing drawn: not a scan either (tests/test_ocr.py)
+    # A page with no text and nothing drawn: not a scan either (tests/crag/ingest/ocr/test_ocr.py).
+    pdf.add_page()
     pdf.output(str(tmp_path / "blank.pdf"))
     with pytest.raises(DocumentError, match=r"^blank\.pdf: no text found \(its pages are blank\)$"):
         _load(tmp_path / "blank.pdf")

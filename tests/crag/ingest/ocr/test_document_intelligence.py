@@ -1,5 +1,5 @@
 """Azure AI Document Intelligence as the OCR engine: the real SDK (azure-ai-documentintelligence)
-against a fake service on 127.0.0.1 (tests/fake_document_intelligence.py). Whole files go to it and
+against a fake service on 127.0.0.1 (tests/fakes/document_intelligence.py). Whole files go to it and
 its Markdown (headings, HTML tables, page markers) becomes the document; its failures (401, 500,
 timeouts, a file it cannot read) skip the file with a clear reason, and the passing ones are tried
 again at the next build."""

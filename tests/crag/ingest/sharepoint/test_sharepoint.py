@@ -1,5 +1,5 @@
 """SharePoint through Microsoft Graph (#17): the real msgraph-sdk and azure-identity against the fake
-Graph and its TLS authority on 127.0.0.1 (tests/fake_graph.py).
+Graph and its TLS authority on 127.0.0.1 (tests/fakes/graph.py).
 
 Delta syncs add, change, move and remove documents in the local index in place; pages are followed;
 throttling is waited out as Retry-After says; permissions become each chunk's readers; a user's

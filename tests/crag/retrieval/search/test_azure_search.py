@@ -1,4 +1,4 @@
-"""The Azure AI Search provider: the real SDK against the fake service of tests/fake_azure_search.py."""
+"""The Azure AI Search provider: the real SDK against the fake service of tests/fakes/azure_search.py."""
 
 from __future__ import annotations
 

@@ -72,7 +72,7 @@ class GatedEmbedder:
 
 async def test_japanese_question_finds_the_english_allowance_through_the_dense_path(tmp_path: Path) -> None:
     docs = subset(tmp_path, "remote_work_policy.md", "benefits_and_welfare.md", "leave_policy.md")
-    # Without the bilingual lexicon, whose translated BM25 reaches it too (tests/test_bilingual.py).
+    # Without the bilingual lexicon, whose translated BM25 reaches it too (tests/crag/text/test_bilingual.py).
     settings = settings_for(docs, tmp_path, CRAG_LEXICON="")
     index, _ = open_local_index(settings)
     engine = build_engine(settings, index)
