@@ -20,7 +20,8 @@ import asyncpg
 
 from tests.fakes.bot_connector import FakeConnector, find_by_id, make_activity
 from tests.paths import ROOT, SAMPLE_DOCS
-from tests.servers.app_process import AppProcess, free_port
+from tests.servers.app_process import AppProcess
+from tests.servers.harness import free_port
 from tests.servers.postgres import PostgresServer
 
 CONV = "19:general@thread.tacv2;messageid=1700000000001"

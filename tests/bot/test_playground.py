@@ -27,9 +27,9 @@ from typing import Any
 import pytest
 
 from tests.paths import ROOT, SAMPLE_DOCS
-from tests.servers.app_process import AppProcess, free_port
+from tests.servers.app_process import AppProcess
 from tests.servers.chromium import CHROMIUM_ARGS
-from tests.servers.harness import unavailable
+from tests.servers.harness import free_port, unavailable
 
 CHROMIUM = Path("/usr/bin/chromium")
 PLAYGROUND = ROOT / "tests" / "servers" / "node_modules" / ".bin" / "agentsplayground"

@@ -11,7 +11,7 @@ import pytest
 from aiohttp import web
 
 from crag.eval.loopback import serve_on_loopback
-from tests.servers.app_process import free_port
+from tests.servers.harness import free_port
 from tests.servers.webchat_harness import bearer, webchat_app
 
 SECRET = "dl-secret-5f1d8a0c9e7b4c2a"
