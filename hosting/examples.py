@@ -3,7 +3,7 @@
 The built-in examples are about the bundled `sample_docs/` and are shown only when the bot serves
 that folder: over a company's own documents they would be questions it cannot answer. Set
 `WELCOME_EXAMPLES` ("question|question|…") for your own. Each built-in example is answered from the
-sample documents, with its fact, by the embedded default (tests/test_examples.py).
+sample documents, with its fact, by the embedded default (tests/hosting/test_examples.py).
 """
 
 from __future__ import annotations

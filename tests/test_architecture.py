@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
+from tests.paths import ROOT
 
 # The app's parts and what each may import (besides itself and third-party packages).
 APP: dict[str, set[str]] = {
@@ -67,9 +67,9 @@ def modules(unit: str) -> Iterator[Path]:
     yield from [single] if single.is_file() else sorted((ROOT / unit).rglob("*.py"))
 
 
-def imported(path: Path) -> set[str]:
+def imported(path: Path, root: Path = ROOT) -> set[str]:
     """Every absolute module name a file imports, inside functions too (relative imports resolved)."""
-    package = path.relative_to(ROOT).with_suffix("").parts[:-1]
+    package = path.relative_to(root).with_suffix("").parts[:-1]
     names: set[str] = set()
     for node in ast.walk(ast.parse(path.read_text("utf-8"))):
         if isinstance(node, ast.Import):

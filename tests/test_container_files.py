@@ -22,8 +22,8 @@ from pydantic import BaseModel
 
 from crag.config.env import EnvSettings
 from hosting.app_settings import BotSettings
+from tests.paths import ROOT
 
-ROOT = Path(__file__).resolve().parent.parent
 DOCKERFILE = ROOT / "Dockerfile"
 COMPOSE = ROOT / "compose.yaml"
 NGINX = ROOT / "deploy" / "compose" / "nginx.conf.template"

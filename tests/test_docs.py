@@ -1,4 +1,5 @@
-"""The README stays a newcomer's page, and no document or comment points outside the repository."""
+"""The README stays a newcomer's page, and no document or comment points outside the repository, or
+at a test module that is not where it says."""
 
 from __future__ import annotations
 
@@ -6,8 +7,10 @@ import re
 import subprocess
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+from tests.paths import ROOT
+
 OUTSIDE = re.compile(r"\.\./shared|DESIGN(\.md| §)|\bseed 00\d")
+TEST_FILE = re.compile(r"(?<![\w/.-])tests/[\w/.-]+\.py\b")
 
 
 def tracked(*suffixes: str) -> list[Path]:
@@ -38,3 +41,15 @@ def test_the_readmes_and_docs_links_resolve() -> None:
             if "://" not in target and not (page.parent / target).exists():
                 broken.append(f"{page.relative_to(ROOT)} -> {target}")
     assert broken == []
+
+
+def test_every_test_file_named_is_there() -> None:
+    # tests/ mirrors the code, so a test moves with what it tests: the docs and comments move with it.
+    gone = [
+        f"{path.relative_to(ROOT)}:{n}: {name}"
+        for path in tracked(".md", ".py", ".sh", ".toml", ".txt")
+        for n, line in enumerate(path.read_text("utf-8").splitlines(), 1)
+        for name in TEST_FILE.findall(line)
+        if not (ROOT / name).is_file()
+    ]
+    assert gone == []

@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from tests.app_harness import serve_app
-from tests.apprunner import ROOT, free_port
-from tests.conftest import SAMPLE_DOCS
-from tests.fakes import FakeConnector, make_activity
+from tests.fakes.bot_connector import FakeConnector, make_activity
+from tests.paths import ROOT, SAMPLE_DOCS
+from tests.servers.app_harness import serve_app
+from tests.servers.harness import free_port
 
 
 async def test_replies_go_only_to_loopback_service_urls(tmp_path: Path, connector: FakeConnector) -> None:

@@ -12,7 +12,7 @@ import subprocess
 from collections import defaultdict
 from pathlib import PurePosixPath
 
-from tests.test_architecture import ROOT
+from tests.paths import ROOT
 
 # Names kept at several places because each place does the same job for its own part.
 SAME_JOB: dict[str, str] = {

@@ -7,7 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from tests.apprunner import ROOT, AppProcess
+from tests.paths import ROOT
+from tests.servers.app_process import AppProcess
 
 
 def test_a_port_in_use_is_said_plainly(tmp_path: Path) -> None:

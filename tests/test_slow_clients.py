@@ -8,8 +8,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from tests.apprunner import AppProcess
-from tests.conftest import SAMPLE_DOCS
+from tests.paths import SAMPLE_DOCS
+from tests.servers.app_process import AppProcess
 
 TIMEOUT = 2.0  # CRAG_HTTP_CLIENT_TIMEOUT for this app
 

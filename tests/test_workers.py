@@ -20,9 +20,9 @@ from typing import Any
 import aiohttp
 import pytest
 
-from tests.apprunner import AppProcess
-from tests.fakes import FakeConnector, card_of, find_by_id, make_activity
-from tests.test_followup import DOCS, PREVIOUS
+from tests.crag.text.test_followup import DOCS, PREVIOUS
+from tests.fakes.bot_connector import FakeConnector, card_of, find_by_id, make_activity
+from tests.servers.app_process import AppProcess
 
 CONVERSATIONS = 8
 

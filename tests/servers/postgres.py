@@ -26,6 +26,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.paths import ROOT
 from tests.servers.harness import free_port, unavailable
 
 SUPERUSER = "postgres"
@@ -165,7 +166,7 @@ def feedback_cli(dsn: str, *args: str) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "CRAG_POSTGRES_URL": dsn, "CRAG_FEEDBACK_STORE": "postgres"}
     return subprocess.run(
         [sys.executable, "-m", "feedback", *args],
-        cwd=Path(__file__).resolve().parents[2],
+        cwd=ROOT,
         env=env,
         capture_output=True,
         text=True,

@@ -33,8 +33,8 @@ from bench.bench_turns import FIXTURES, service_env, settings_for  # noqa: E402
 from bench.latency_fakes import FakeAzureSearch, SlowOpenAI, SlowSerpApi  # noqa: E402
 
 from crag.ingest.azure_target import ingest_azure  # noqa: E402
-from tests.apprunner import AppProcess  # noqa: E402
-from tests.fakes import FakeConnector, card_of, make_activity  # noqa: E402
+from tests.fakes.bot_connector import FakeConnector, card_of, make_activity  # noqa: E402
+from tests.servers.app_process import AppProcess  # noqa: E402
 
 
 def questions() -> list[str]:

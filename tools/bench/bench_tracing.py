@@ -26,7 +26,7 @@ from crag.config.tracing import TracingSettings
 from crag.runtime.factory import build_engine, open_local_index
 from crag.tracing import spans
 from crag.tracing.export import configure_tracing
-from tests.fake_otlp import FakeCollector
+from tests.fakes.otlp import FakeCollector
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -33,7 +33,7 @@ sys.path.insert(0, str(ROOT))
 
 from bench.bench_load import cpu_seconds, questions  # noqa: E402
 
-from tests.apprunner import AppProcess  # noqa: E402
+from tests.servers.app_process import AppProcess  # noqa: E402
 
 LUA = """
 local questions = %(questions)s

@@ -13,8 +13,8 @@ from aiohttp import web
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from crag.eval.fixture_web import FakeSerpApi
-from tests.fake_azure_search import FakeAzureSearch
-from tests.fake_openai import FakeOpenAI
+from tests.fakes.azure_search import FakeAzureSearch
+from tests.fakes.openai_api import FakeOpenAI
 
 
 class SlowOpenAI(FakeOpenAI):

