@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from crag.core.models import Chunk, GradedChunk, WebResult
+from crag.core.protocols import AnswerRequest
 from crag.core.texts import NEAREST, absence, says_absent
 from crag.eval.form import form_defects
 from crag.stages.generate.extractive import (
@@ -33,7 +34,7 @@ EXPENSES = Chunk(
 async def test_a_when_question_is_answered_with_the_date_not_the_sentence_repeating_its_words() -> None:
     composer = ExtractiveComposer(FlatStats(term_extractor()), max_chars=80)
     kept = [GradedChunk(chunk=EXPENSES, score=0.9, kept=True)]
-    answer = await composer.generate("経費精算の締め切りはいつ？", "ja", kept, [])
+    answer = await composer.generate(AnswerRequest("経費精算の締め切りはいつ？", "ja", kept, []))
     # The first sentence repeats the question's words and holds a number (an extension); the
     # second holds the date that was asked for.
     assert "翌月10日" in answer.text and "内線" not in answer.text
@@ -72,7 +73,7 @@ async def test_a_sentence_going_on_from_the_one_naming_the_subject_answers_for_i
     assert limit[1] == 0.0 and limit[FOLLOWS] > 0.3
     canteen = next(x for text, x in rows if "食堂" in text)
     assert canteen[FOLLOWS] == canteen[1]  # the first sentence of its item: nothing carried
-    answer = await composer.generate(question, "ja", kept, [])
+    answer = await composer.generate(AnswerRequest(question, "ja", kept, []))
     # The canteen's sentence holds 「補助」 and an amount, but not the check-up's.
     assert "¥35,000" in answer.text
     assert "¥250" not in answer.text or answer.text.index("¥35,000") < answer.text.index("¥250")
@@ -94,7 +95,7 @@ async def test_each_part_of_a_two_part_question_gets_its_own_sentence() -> None:
     composer = ExtractiveComposer(FlatStats(term_extractor()), max_chars=130)
     kept = [GradedChunk(chunk=DESK, score=0.9, kept=True)]
     question = "What's the service desk line, and which number do I call for out-of-hours emergencies?"
-    answer = await composer.generate(question, "en", kept, [])
+    answer = await composer.generate(AnswerRequest(question, "en", kept, []))
     # The emergency line holds the words of both parts: alone, it would lead both, and the weekday
     # number asked for first would go missing.
     assert "4199" in answer.text and "4100" in answer.text
@@ -115,7 +116,9 @@ VENDORS = Chunk(
 async def test_a_sentence_cut_down_keeps_the_number_asked_for() -> None:
     composer = ExtractiveComposer(FlatStats(term_extractor()), max_chars=60)
     kept = [GradedChunk(chunk=VENDORS, score=0.9, kept=True)]
-    answer = await composer.generate("海外の取引先を登録するとき、審査は何日延びる？", "ja", kept, [])
+    answer = await composer.generate(
+        AnswerRequest("海外の取引先を登録するとき、審査は何日延びる？", "ja", kept, [])
+    )
     # The clauses repeating the question come first; cut around them alone, the answer would stop
     # before 「3営業日」.
     assert "3営業日" in answer.text and len(answer.text) <= 60
@@ -131,7 +134,7 @@ async def test_a_numbered_clause_keeps_its_number() -> None:
     )
     composer = ExtractiveComposer(FlatStats(term_extractor()), max_chars=120)
     answer = await composer.generate(
-        "特別休暇の取得単位は？", "ja", [GradedChunk(chunk=leave, score=0.9)], []
+        AnswerRequest("特別休暇の取得単位は？", "ja", [GradedChunk(chunk=leave, score=0.9)], [])
     )
     # "1." is not a list marker here: stripped, the clause read "2 取得単位は1日とする。"
     assert "1.2 取得単位は1日とする。" in answer.text
@@ -153,12 +156,12 @@ async def test_a_follow_up_is_answered_about_its_own_words_the_earlier_question_
     composer = ExtractiveComposer(FlatStats(term_extractor()), max_chars=60)
     kept = [GradedChunk(chunk=CHECKUPS, score=0.9, kept=True)]
     read = "定期健康診断っていつ？本社勤務です 熊本工場だと何月？"  # as the engine reads the follow-up
-    answer = await composer.generate(read, "ja", kept, [], latest="熊本工場だと何月？")
+    answer = await composer.generate(AnswerRequest(read, "ja", kept, [], latest="熊本工場だと何月？"))
     # The asked row first, said as a sentence (before, the 浜松工場 row above it led, as cells).
     assert answer.text.startswith("熊本工場の実施月は9月です。"), answer.text
     assert "6月" not in answer.text  # the earlier question's 本社, answered in the turn before
     # Read as two questions (what it was before `latest`), the earlier one is answered again.
-    before = await composer.generate(read, "ja", kept, [])
+    before = await composer.generate(AnswerRequest(read, "ja", kept, []))
     assert "6月" in before.text
 
 
@@ -180,15 +183,15 @@ WEB = [
 
 async def test_a_web_snippet_without_the_kind_of_fact_asked_for_is_not_quoted() -> None:
     composer = ExtractiveComposer(FlatStats(term_extractor()))
-    topic_only = await composer.generate(FLU, "en", [], WEB[:1])
+    topic_only = await composer.generate(AnswerRequest(FLU, "en", [], WEB[:1]))
     assert topic_only.refused  # "how much" with no amount in sight: not an answer
-    answered = await composer.generate(FLU, "en", [], WEB)
+    answered = await composer.generate(AnswerRequest(FLU, "en", [], WEB))
     assert "$40" in answered.text and "pension" not in answered.text
     assert [c.url for c in answered.citations] == [WEB[1].url]
     # One part asks for an amount, the other for a yes or no: the snippet without an amount still
     # serves the second part, and each citation points at the right page.
     both = await composer.generate(
-        "how much does a flu shot cost, and do companies offer pension plans?", "en", [], WEB
+        AnswerRequest("how much does a flu shot cost, and do companies offer pension plans?", "en", [], WEB)
     )
     cited = {c.number: c.url for c in both.citations}
     after_amount = both.text[both.text.index("$40") :]
@@ -233,7 +236,9 @@ REFRESH = Chunk(
 async def test_a_sentence_announcing_a_list_brings_it_when_it_is_not_the_lead() -> None:
     composer = ExtractiveComposer(FlatStats(term_extractor()), max_chars=300)
     kept = [GradedChunk(chunk=LEAVE, score=0.6, kept=True), GradedChunk(chunk=REFRESH, score=0.6, kept=True)]
-    answer = await composer.generate("勤続10年になると毎年10月1日に何が付与される？", "ja", kept, [])
+    answer = await composer.generate(
+        AnswerRequest("勤続10年になると毎年10月1日に何が付与される？", "ja", kept, [])
+    )
     assert answer.text.index("入社6か月後") < answer.text.index("次の休暇")  # led by the other passage
     # 「次の休暇と旅行券を付与する。」 holds nothing without its list.
     assert "\n- 勤続10年：5日、旅行券¥30,000" in answer.text
@@ -263,11 +268,11 @@ async def test_each_part_is_answered_from_the_passage_graded_for_it() -> None:
         GradedChunk(chunk=REMOTE, score=0.9, kept=True, part_scores=(0.9, 0.1)),
         GradedChunk(chunk=OSAKA, score=0.9, kept=True, part_scores=(0.3, 0.9)),
     ]
-    answer = await composer.generate(question, "ja", kept, [])
+    answer = await composer.generate(AnswerRequest(question, "ja", kept, []))
     assert "¥4,000" in answer.text and "17:00" in answer.text
     # Without the grades by part, both passages are as relevant to each part.
     flat = [g.model_copy(update={"part_scores": ()}) for g in kept]
-    assert "¥4,000" not in (await composer.generate(question, "ja", flat, [])).text
+    assert "¥4,000" not in (await composer.generate(AnswerRequest(question, "ja", flat, []))).text
 
 
 SHIFTS = Chunk(
@@ -288,7 +293,9 @@ SHIFTS = Chunk(
 async def test_a_follow_ups_extra_sentence_adds_its_own_words_not_the_earlier_subject() -> None:
     composer = ExtractiveComposer(FlatStats(term_extractor()), max_chars=160)
     kept = [GradedChunk(chunk=SHIFTS, score=0.9, kept=True)]
-    answer = await composer.generate("早番って何時から？ 夜勤は？", "ja", kept, [], latest="夜勤は？")
+    answer = await composer.generate(
+        AnswerRequest("早番って何時から？ 夜勤は？", "ja", kept, [], latest="夜勤は？")
+    )
     # The early shift was the earlier question, answered already: the night shift's row leads, and
     # the sentences about the night shift come before any other row.
     assert answer.text.startswith("夜勤（C勤）の勤務時間は22:00"), answer.text
@@ -320,7 +327,7 @@ async def test_the_extra_sentence_adds_the_asked_phrase_not_only_its_words() -> 
     # Room for the lead and one more sentence: the complement, chosen before the runners-up.
     composer = ExtractiveComposer(FlatStats(term_extractor()), max_chars=110)
     kept = [GradedChunk(chunk=LOSS, score=0.8, kept=True), GradedChunk(chunk=HOURS, score=0.75, kept=True)]
-    answer = await composer.generate("ITヘルプデスクの内線と受付時間は？", "ja", kept, [])
+    answer = await composer.generate(AnswerRequest("ITヘルプデスクの内線と受付時間は？", "ja", kept, []))
     # The lead's 「1時間以内」 holds 時間 already: 「受付から5営業日」 adds 受付 as much as the hours
     # line does, but only the hours line holds 受付時間.
     assert "2100" in answer.text and "9:00〜18:30" in answer.text and "5営業日" not in answer.text
@@ -343,7 +350,7 @@ HOUSING = Chunk(
 async def test_a_sentence_announcing_a_table_brings_its_rows(question: str) -> None:
     composer = ExtractiveComposer(FlatStats(term_extractor()), max_chars=300)
     kept = [GradedChunk(chunk=HOUSING, score=0.9, kept=True)]
-    answer = await composer.generate(question, "ja", kept, [])
+    answer = await composer.generate(AnswerRequest(question, "ja", kept, []))
     # 「次の住宅手当を支給する」 says nothing without its table: every row, as a list, in the table's
     # order, as a list's items are, whether it leads or a row does (before, a table's rows were not
     # brought so; one or two were quoted as extras, and the asker's could be left out).
@@ -368,7 +375,9 @@ REMOTE_DAYS = Chunk(
 async def test_a_paragraphs_label_lends_its_words_to_the_sentence_it_heads_and_is_not_quoted() -> None:
     composer = ExtractiveComposer(FlatStats(term_extractor()), max_chars=300)
     kept = [GradedChunk(chunk=REMOTE_DAYS, score=0.8, kept=True)]
-    answer = await composer.generate("does a typhoon day use up one of my remote days?", "en", kept, [])
+    answer = await composer.generate(
+        AnswerRequest("does a typhoon day use up one of my remote days?", "en", kept, [])
+    )
     # A label was a sentence of its own: "Contacts." was quoted as the one after the best, saying nothing.
     assert "When a storm warning closes the office" in answer.text and "not counted" in answer.text
     assert "Contacts." not in answer.text and "Typhoons." not in answer.text
@@ -386,7 +395,7 @@ async def test_two_sentences_chosen_for_their_score_alone_are_quoted_when_there_
         _bike_rule(1, "Bikes parked at the head office need a sticker from General Affairs."),
         _bike_rule(2, "Head office bike parking closes at 22:00 on weekdays."),
     ]
-    answer = await composer.generate("can i park my bike at the head office?", "en", kept, [])
+    answer = await composer.generate(AnswerRequest("can i park my bike at the head office?", "en", kept, []))
     # Each sentence repeats the question's words, so none adds to another's: the second and the
     # third best are both chosen for their score (one runner-up only, the closing time was lost).
     assert "basement" in answer.text and "sticker" in answer.text and "22:00" in answer.text
@@ -414,7 +423,7 @@ async def test_the_row_whose_bounds_hold_the_askers_own_quantity_leads() -> None
     composer = ExtractiveComposer(FlatStats(term_extractor()), max_chars=90)
     kept = [GradedChunk(chunk=CAR, score=0.9, kept=True)]
     answer = await composer.generate(
-        "I live about 12km from work and drive in, how much car allowance?", "en", kept, []
+        AnswerRequest("I live about 12km from work and drive in, how much car allowance?", "en", kept, [])
     )
     assert answer.text.lstrip().startswith("10 km to under 15 km: JPY 8,400"), answer.text
     # Without a distance stated, no row is preferred for its numbers.
@@ -437,7 +446,9 @@ HOME = Chunk(
 async def test_a_cut_keeps_the_fact_of_the_asked_kind_the_sentence_holds() -> None:
     composer = ExtractiveComposer(FlatStats(term_extractor()), max_chars=90)
     kept = [GradedChunk(chunk=HOME, score=0.9, kept=True)]
-    answer = await composer.generate("do we get any money for working from home?", "en", kept, [])
+    answer = await composer.generate(
+        AnswerRequest("do we get any money for working from home?", "en", kept, [])
+    )
     # One clause, longer than the room: cut from its start, it ends before the amount.
     assert "JPY 3,500" in answer.text, answer.text
     assert "…" in answer.text and len(answer.text) <= 90
@@ -482,7 +493,7 @@ async def test_at_most_so_much_or_the_following_day_announces_no_list(
     # for what they hold, as sentences).
     composer = ExtractiveComposer(FlatStats(term_extractor()), max_chars=300)
     kept = [GradedChunk(chunk=chunk, score=0.6, kept=True)]
-    answer = await composer.generate(question, language, kept, [])  # type: ignore[arg-type]
+    answer = await composer.generate(AnswerRequest(question, language, kept, []))  # type: ignore[arg-type]
     assert answer.text.startswith(("低温作業手当", "After a call-out"))
     assert "\n- " not in answer.text
 
@@ -537,7 +548,7 @@ async def test_a_table_row_is_said_as_a_sentence_of_its_own_header_and_cells(
 ) -> None:
     composer = ExtractiveComposer(FlatStats(term_extractor()), max_chars=120)
     kept = [GradedChunk(chunk=chunk, score=0.9, kept=True)]
-    answer = await composer.generate(question, language, kept, [])  # type: ignore[arg-type]
+    answer = await composer.generate(AnswerRequest(question, language, kept, []))  # type: ignore[arg-type]
     assert answer.text.startswith(said), answer.text
     assert all(word not in answer.text for word in not_said), answer.text
     assert not form_defects(answer.text, language, 120)  # type: ignore[arg-type]
@@ -561,7 +572,7 @@ def test_a_row_is_said_in_its_own_language_from_its_own_words(row: str, said: st
 async def test_passages_without_a_fact_of_the_asked_kind_are_said_not_to_hold_it() -> None:
     composer = ExtractiveComposer(FlatStats(term_extractor()), max_chars=200)
     kept = [GradedChunk(chunk=REMOTE_DAYS, score=0.7, kept=True)]
-    answer = await composer.generate("how much is the remote work allowance?", "en", kept, [])
+    answer = await composer.generate(AnswerRequest("how much is the remote work allowance?", "en", kept, []))
     # The passage is about remote work and names no amount: said first, then the nearest passage.
     assert answer.absent and answer.text.startswith(absence(frozenset({"money"}), "en"))
     assert NEAREST["en"] in answer.text and answer.citations[0].file == "remote.txt"
@@ -569,7 +580,7 @@ async def test_passages_without_a_fact_of_the_asked_kind_are_said_not_to_hold_it
     # A passage holding an amount answers; nothing is said to be missing.
     composer = ExtractiveComposer(FlatStats(term_extractor()), max_chars=200)
     kept = [GradedChunk(chunk=HOME, score=0.7, kept=True)]
-    answer = await composer.generate("how much is the remote work allowance?", "en", kept, [])
+    answer = await composer.generate(AnswerRequest("how much is the remote work allowance?", "en", kept, []))
     assert not answer.absent and "JPY 3,500" in answer.text and not says_absent(answer.text)
 
 
@@ -588,6 +599,6 @@ CAR_KEYS = Chunk(
 async def test_an_inline_section_label_is_not_quoted_ahead_of_the_fact() -> None:
     composer = ExtractiveComposer(FlatStats(term_extractor()), max_chars=200)
     kept = [GradedChunk(chunk=CAR_KEYS, score=0.9, kept=True)]
-    answer = await composer.generate("公用車の返却って何時まで？", "ja", kept, [])
+    answer = await composer.generate(AnswerRequest("公用車の返却って何時まで？", "ja", kept, []))
     assert "18:00" in answer.text and "【" not in answer.text, answer.text
     assert not form_defects(answer.text, "ja", 200)
