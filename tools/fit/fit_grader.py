@@ -416,7 +416,7 @@ def parser() -> argparse.ArgumentParser:
 
 def lower_anchor(args: argparse.Namespace, data: dict[str, Rows], w: np.ndarray, upper: float) -> float:
     """upper - band, or as --floor-on or --lower-as-shipped choose it."""
-    lower = upper - args.band
+    lower: float = upper - args.band
     if args.floor_on is not None:
         if args.floor_on not in data:
             raise SystemExit(f"--floor-on: {args.floor_on} is not one of the fitted datasets")
