@@ -47,6 +47,7 @@ from crag.core.models import (
 from crag.core.passthrough import PassThroughRefiner
 from crag.core.protocols import (
     AnswerGenerator,
+    AnswerRequest,
     ExtractingGrader,
     Grader,
     KnowledgeRefiner,
@@ -454,15 +455,8 @@ class _Turn:
         if lacking and not knowledge:
             # Said first that the documents don't state it, then the nearest passage, as that.
             knowledge = [max(s.graded, key=lambda g: g.topic)]
-        answer = await self.e.generator.generate(
-            s.standalone,
-            s.language,
-            knowledge,
-            list(s.web_knowledge),
-            self.on_text,
-            latest=latest,
-            lacking=lacking,
-        )
+        ask = AnswerRequest(s.standalone, s.language, knowledge, list(s.web_knowledge), latest, lacking)
+        answer = await self.e.generator.generate(ask, self.on_text)
         if answer.absent and s.branch is Branch.CORRECT:
             # "The documents don't state it" is never an answer from the documents alone.
             return replace(s, answer=answer, branch=Branch.AMBIGUOUS)

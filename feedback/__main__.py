@@ -217,11 +217,33 @@ def main(argv: list[str] | None = None, prog: str = "python -m feedback") -> int
         bad = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
         print(f"invalid settings: {bad}", file=sys.stderr)
         return 2
+    args = _parser(prog, config.store).parse_args(argv)
+    try:
+        if args.command in ("migrate", "to-eval"):
+            print(_change(args), file=sys.stderr)
+            return 0
+        rows = read_rows(args.store, args.db or default_db())
+    except Exception as exc:  # unreachable server, missing file, no schema, bad setting
+        print(f"error: {_safe(exc)}", file=sys.stderr)
+        return 2
+    if args.command == "export":
+        _export_to(rows, args.format, args.out)
+        return 0
+    summary = stats(rows)
+    if args.json:
+        print(json.dumps(summary, ensure_ascii=False, indent=1))
+    else:
+        print_stats(summary, sys.stdout)
+    return 0
+
+
+def _parser(prog: str, store: str) -> argparse.ArgumentParser:
+    """The command line: the store's options, then one subcommand."""
     parser = argparse.ArgumentParser(prog=prog, description=__doc__.split("\n\n")[1])
     parser.add_argument(
         "--store",
         choices=("sqlite", "postgres"),
-        default=config.store,
+        default=store,
         help="where the feedback is (default CRAG_FEEDBACK_STORE, else sqlite)",
     )
     parser.add_argument("--db", type=Path, default=None, help="SQLite file (default CRAG_FEEDBACK_DB)")
@@ -254,42 +276,32 @@ def main(argv: list[str] | None = None, prog: str = "python -m feedback") -> int
         default=None,
         help="documents to copy in (default CRAG_DOCS_DIR, else sample_docs)",
     )
-    args = parser.parse_args(argv)
-    try:
-        if args.command == "migrate":
-            done = migrate(args.store, args.db or default_db(), args.grant, args.object_id)
-            print(done, file=sys.stderr)
-            return 0
-        if args.command == "to-eval":
-            both = not args.down and not args.refused
-            done = to_eval(
-                args.store,
-                args.db or default_db(),
-                args.down or both,
-                args.refused or both,
-                args.corpus or default_docs(),
-                args.out,
-            )
-            print(done, file=sys.stderr)
-            return 0
-        rows = read_rows(args.store, args.db or default_db())
-    except Exception as exc:  # unreachable server, missing file, no schema, bad setting
-        print(f"error: {_safe(exc)}", file=sys.stderr)
-        return 2
-    if args.command == "export":
-        if args.out:
-            with args.out.open("w", encoding="utf-8", newline="") as f:
-                export(rows, args.format, f)
-            print(f"exported {len(rows)} ratings to {args.out}", file=sys.stderr)
-        else:
-            export(rows, args.format, sys.stdout)
-        return 0
-    summary = stats(rows)
-    if args.json:
-        print(json.dumps(summary, ensure_ascii=False, indent=1))
+    return parser
+
+
+def _change(args: argparse.Namespace) -> str:
+    """Run `migrate` or `to-eval`; returns what was done, in words."""
+    if args.command == "migrate":
+        return migrate(args.store, args.db or default_db(), args.grant, args.object_id)
+    both = not args.down and not args.refused
+    return to_eval(
+        args.store,
+        args.db or default_db(),
+        args.down or both,
+        args.refused or both,
+        args.corpus or default_docs(),
+        args.out,
+    )
+
+
+def _export_to(rows: list[dict[str, Any]], fmt: str, out: Path | None) -> None:
+    """The ratings to the file `out`, or to standard output."""
+    if out:
+        with out.open("w", encoding="utf-8", newline="") as f:
+            export(rows, fmt, f)
+        print(f"exported {len(rows)} ratings to {out}", file=sys.stderr)
     else:
-        print_stats(summary, sys.stdout)
-    return 0
+        export(rows, fmt, sys.stdout)
 
 
 if __name__ == "__main__":

@@ -31,6 +31,7 @@ ROOT_FILES: dict[str, tuple[str, ...]] = {
 WHOLE_TREE: dict[str, str] = {
     "test_architecture.py": "the import graph of every part",
     "test_names.py": "the names of every package and module",
+    "test_code_shape.py": "the length of every function outside tests",
     "test_tree_mirror.py": "tests/ itself",
 }
 # A face's test over HTTP drives one of these routes (app.py serves /api/messages for the bot).

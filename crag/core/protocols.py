@@ -127,26 +127,29 @@ class KnowledgeRefiner(Protocol):
         ...
 
 
+@dataclass(frozen=True)
+class AnswerRequest:
+    """What an answer is written from: the question (as it reads on its own), its language, and the
+    knowledge kept for it. `latest`: the user's own words when `question` is them read with an
+    earlier turn (a follow-up, 「部長だったら？」 after 「ホテル代の上限は？」): what the answer is
+    about, the earlier turn its context. `lacking`: the documents are on the question's topic but no
+    passage answers it; the answer opens by saying so (core/texts.py ABSENT), then gives the nearest
+    passage or the web's."""
+
+    question: str
+    language: Literal["ja", "en"]
+    chunks: Sequence[GradedChunk]
+    web: Sequence[WebResult]
+    latest: str | None = None
+    lacking: bool = False
+
+
 class AnswerGenerator(Protocol):
     name: str
 
-    async def generate(
-        self,
-        question: str,
-        language: Literal["ja", "en"],
-        chunks: Sequence[GradedChunk],
-        web: Sequence[WebResult],
-        on_text: TextSink | None = None,
-        *,
-        latest: str | None = None,
-        lacking: bool = False,
-    ) -> GeneratedAnswer:
+    async def generate(self, ask: AnswerRequest, on_text: TextSink | None = None) -> GeneratedAnswer:
         """An answer from the given knowledge only, with numbered citations, or the refusal text.
-        A generator that streams calls on_text with the answer so far as it grows. `latest`: the
-        user's own words when `question` is them read with an earlier turn (a follow-up, 「部長だっ
-        たら？」 after 「ホテル代の上限は？」): what the answer is about, the earlier turn its context.
-        `lacking`: the documents are on the question's topic but no passage answers it; the answer
-        opens by saying so (core/texts.py ABSENT), then gives the nearest passage or the web's."""
+        A generator that streams calls on_text with the answer so far as it grows."""
         ...
 
 

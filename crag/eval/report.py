@@ -139,6 +139,22 @@ def write_report(
     plot_latency(records, out_dir / "latency.png")
     plot_question_heatmap(records, out_dir / "questions.png")
     lines = [
+        *_summary(name, metrics, upper, lower, providers),
+        *_routing(records),
+        *_plots_and_questions(records),
+    ]
+    if sweep_rows:
+        lines += _sweep(sweep_rows, lower)
+    path = out_dir / "report.md"
+    path.write_text("\n".join(lines), "utf-8")
+    return path
+
+
+def _summary(
+    name: str, metrics: dict[str, float], upper: float, lower: float, providers: dict[str, str]
+) -> list[str]:
+    """The title, the providers and thresholds, the metrics, and the metrics by kind of question."""
+    return [
         f"# Evaluation: {name}",
         "",
         f"Providers: {', '.join(f'{k} = {v}' for k, v in providers.items())}. "
@@ -149,6 +165,12 @@ def write_report(
         *(f"| {k} | {_fmt(v)} |" for k, v in metrics.items() if not k.startswith("by_kind.")),
         "",
         *kind_table(metrics),
+    ]
+
+
+def _routing(records: Sequence[Record]) -> list[str]:
+    """The routing confusion table (expected branch against the one taken) and its plot."""
+    return [
         "## Routing",
         "",
         "| expected \\ got | " + " | ".join(BRANCHES) + " |",
@@ -160,6 +182,12 @@ def write_report(
         "",
         "![routing](routing.png)",
         "",
+    ]
+
+
+def _plots_and_questions(records: Sequence[Record]) -> list[str]:
+    """The grades and latency plots, then the hardest questions and the per-question heatmap."""
+    return [
         "## Grades",
         "",
         "![grades](grades.png)",
@@ -177,36 +205,36 @@ def write_report(
         "![per question](questions.png)",
         "",
     ]
-    if sweep_rows:
-        lines += [
-            "## Threshold sweep (from the recorded grades; defaults are not changed)",
-            "",
-            "| upper | lower | routing.accuracy | ambiguous share | from documents | confidently wrong |",
-            "|---|---|---|---|---|---|",
-            *(
-                f"| {r['upper']:.2f} | {r['lower']:.2f} | {r['routing.accuracy']:.3f} | "
-                f"{r['ambiguous_share']:.3f} | {r['answer.from_documents']:.3f} | "
-                f"{r['answer.confidently_wrong']:.3f} |"
-                for r in sweep_rows[:15]
-            ),
-            "",
-            "Answered from documents against confidently wrong as the upper threshold moves (lower fixed "
-            "at the setting; answers as recorded):",
-            "",
-            "| upper | from documents | confidently wrong |",
-            "|---|---|---|",
-            *(
-                f"| {r['upper']:.2f} | {r['answer.from_documents']:.3f} | "
-                f"{r['answer.confidently_wrong']:.3f} |"
-                for r in sorted(
-                    (r for r in sweep_rows if abs(r["lower"] - lower) < 1e-9), key=lambda r: r["upper"]
-                )
-            ),
-            "",
-        ]
-    path = out_dir / "report.md"
-    path.write_text("\n".join(lines), "utf-8")
-    return path
+
+
+def _sweep(sweep_rows: Sequence[dict[str, float]], lower: float) -> list[str]:
+    """The threshold sweep's best rows, and answers from documents against confidently wrong as the
+    upper threshold moves at the configured lower one."""
+    return [
+        "## Threshold sweep (from the recorded grades; defaults are not changed)",
+        "",
+        "| upper | lower | routing.accuracy | ambiguous share | from documents | confidently wrong |",
+        "|---|---|---|---|---|---|",
+        *(
+            f"| {r['upper']:.2f} | {r['lower']:.2f} | {r['routing.accuracy']:.3f} | "
+            f"{r['ambiguous_share']:.3f} | {r['answer.from_documents']:.3f} | "
+            f"{r['answer.confidently_wrong']:.3f} |"
+            for r in sweep_rows[:15]
+        ),
+        "",
+        "Answered from documents against confidently wrong as the upper threshold moves (lower fixed "
+        "at the setting; answers as recorded):",
+        "",
+        "| upper | from documents | confidently wrong |",
+        "|---|---|---|",
+        *(
+            f"| {r['upper']:.2f} | {r['answer.from_documents']:.3f} | {r['answer.confidently_wrong']:.3f} |"
+            for r in sorted(
+                (r for r in sweep_rows if abs(r["lower"] - lower) < 1e-9), key=lambda r: r["upper"]
+            )
+        ),
+        "",
+    ]
 
 
 _KIND_HEADERS = {

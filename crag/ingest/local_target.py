@@ -18,7 +18,7 @@ import json
 import logging
 import shutil
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
@@ -75,6 +75,18 @@ class BuildReport:
     ocr_notes: list[str] = field(default_factory=list)
 
 
+@dataclass(frozen=True)
+class FolderSettings:
+    """What shapes a folder's index besides its files: the chunks' size (characters, tokens), the base
+    of the citation links, the OCR engine for scanned pages, and the access file."""
+
+    max_chars: int = 1200
+    base_url: str = ""
+    max_tokens: int = 0
+    ocr: OcrEngine | None = None
+    access: AccessSource | None = None
+
+
 def load_or_build(
     docs_dir: Path,
     index_dir: Path,
@@ -101,9 +113,8 @@ def load_or_build(
                 return LocalIndex.load(index_dir), None
             except (OSError, ValueError, KeyError) as exc:
                 log.warning("local index unreadable (%s); rebuilding", exc.__class__.__name__)
-        return build_local_index(
-            docs_dir, index_dir, max_chars, base_url, progress, max_tokens, fingerprint, ocr, access
-        )
+        settings = FolderSettings(max_chars, base_url, max_tokens, ocr, access)
+        return build_local_index(docs_dir, index_dir, settings, progress, fingerprint)
 
 
 @contextlib.contextmanager
@@ -144,116 +155,169 @@ def stale_fingerprint(
 def build_local_index(
     docs_dir: Path,
     index_dir: Path,
-    max_chars: int = 1200,
-    base_url: str = "",
+    settings: FolderSettings | None = None,
     progress: Progress | None = None,
-    max_tokens: int = 0,
     fingerprint: dict[str, object] | None = None,
-    ocr: OcrEngine | None = None,
-    access: AccessSource | None = None,
 ) -> tuple[LocalIndex, BuildReport]:
     """Build the index; files whose content hash is unchanged since the last build are reused
     as they were (chunks and terms), so re-ingesting a large folder only reads what changed.
-    Scanned pages are read with `ocr` (None: they are skipped and counted). Each chunk gets its
-    file's readers from the access file (reused ones too: a changed access file re-applies to every
-    file without reading any of them again)."""
+    Scanned pages are read with `settings.ocr` (None: they are skipped and counted). Each chunk gets
+    its file's readers from the access file (reused ones too: a changed access file re-applies to
+    every file without reading any of them again)."""
     started = time.perf_counter()
     if not docs_dir.is_dir():
         raise FileNotFoundError(f"documents folder not found: {docs_dir}")
+    settings = settings or FolderSettings()
     # Read first: a broken access file stops the build before any work, and never lets it go on
     # without the rules.
-    rules = access.read() if access is not None else AccessFile()
-    ocr_name = _ocr_name(ocr)
+    rules = settings.access.read() if settings.access is not None else AccessFile()
+    ocr_name = _ocr_name(settings.ocr)
+    fingerprint = _built_for(docs_dir, settings, ocr_name, rules, fingerprint)
+    hashes: dict[str, str] = fingerprint["files"]  # type: ignore[assignment]
+    previous, old_scans = _previous_build(index_dir, fingerprint, ocr_name)
+    folder = _FolderRead(
+        docs_dir, rules, settings, progress, hashes, previous, old_scans, _OcrTally(ocr_name)
+    )
+    links: list[str] = []  # symbolic links met (never followed): reported, not counted as files
+    files = discover(docs_dir, links)
+    # Files read again (new or changed): enough text to be worth tokenizing in helper processes,
+    # which start now and work while the files are read.
+    expected = sum(_size(p) for p in files if folder.changed(p.relative_to(docs_dir).as_posix()))
+    with TermPool(expected) as pool:
+        parts = _Parts([], [], [], pool=pool)
+        folder.read_all(files, parts)
+        warn_about(rules, [f.relative_to(docs_dir).as_posix() for f in files])
+        documents = len(files) - len(folder.skipped)
+        scans = folder.ocr.scans
+        index, report = _finish(
+            index_dir, fingerprint, parts, documents, links + folder.skipped, started, {"scans": scans}
+        )
+    index.scans = scans
+    index.ocr_engine = ocr_name
+    return index, folder.ocr.report(report)
+
+
+def _built_for(
+    docs_dir: Path,
+    settings: FolderSettings,
+    ocr_name: str,
+    rules: AccessFile,
+    fingerprint: dict[str, object] | None,
+) -> dict[str, object]:
+    """The fingerprint the build records: the caller's (else the folder's), with the access rules as
+    this build applies them."""
     fingerprint = dict(
-        fingerprint or _fingerprint(docs_dir, max_chars, base_url, max_tokens, ocr_name, access)
+        fingerprint
+        or _fingerprint(
+            docs_dir, settings.max_chars, settings.base_url, settings.max_tokens, ocr_name, settings.access
+        )
     )
     if rules.digest:
         # The rules applied, whatever the file held when it was hashed: the next check compares
         # the file with what this index really applied.
         fingerprint["access"] = rules.digest
-    hashes: dict[str, str] = fingerprint["files"]  # type: ignore[assignment]
-    previous, old_scans = _previous_build(index_dir, fingerprint, ocr_name)
-    scans: dict[str, dict[str, object]] = {}  # file -> what OCR did (its ScanReport), for the manifest
-    ocr_pages = ocr_skipped = 0
-    ocr_seconds = 0.0
-    ocr_notes: list[str] = []
-    chunks: list[Chunk] = []
-    tokens: list[list[str]] = []
-    skipped: list[str] = []
-    total_bytes = reused = 0
-    fresh: list[int] = []  # positions of chunks read in this build (their terms still to compute)
-    links: list[str] = []  # symbolic links met (never followed): reported, not counted as files
-    files = discover(docs_dir, links)
-    # Files read again (new or changed): enough text to be worth tokenizing in helper processes,
-    # which start now and work while the files are read.
-    expected = sum(_size(p) for p in files if _changed(p.relative_to(docs_dir).as_posix(), previous, hashes))
-    with TermPool(expected) as pool:
-        for i, path in enumerate(files):
-            rel = path.relative_to(docs_dir).as_posix()
-            if progress:
-                progress(path.name, i, len(files))
-            allowed = rules.allowed_for(rel)
-            if not _changed(rel, previous, hashes):
-                reused += 1
-                if rel in old_scans:
-                    scans[rel] = old_scans[rel]
-                for chunk, terms in previous[rel][1]:
-                    if chunk.allowed != allowed:
-                        chunk = chunk.model_copy(update={"allowed": allowed})
-                    chunks.append(chunk)
-                    tokens.append(terms)
-                continue
-            read_started = time.perf_counter()
-            scan: ScanReport | None
-            try:
-                doc = load(
-                    path, docs_dir, OcrContext(ocr, _page_progress(progress, path.name, i, len(files)))
-                )
-                scan = doc.scan
-            except DocumentError as exc:
-                log.warning("skipping document: %s", exc)
-                skipped.append(str(exc))
-                scan = exc.scan
-                doc = None
-            if scan is not None:
-                scans[rel] = asdict(scan)
-                ocr_pages += scan.read
-                ocr_skipped += scan.skipped
-                ocr_seconds += time.perf_counter() - read_started
-                if doc is not None and scan.skipped:
-                    note = f"{rel}: {scan.skipped} of {scan.scanned} scanned page(s) not read ({scan.reason})"
-                    log.warning("indexed without some pages: %s", note)
-                    ocr_notes.append(note)
-            if doc is None:
-                continue
-            doc = replace(doc, allowed=allowed)
-            total_bytes += len(doc.text.encode())
-            for chunk in chunk_document(doc, max_chars, document_url(base_url, doc.file), max_tokens):
-                chunks.append(chunk)
-                tokens.append([])
-                fresh.append(len(chunks) - 1)
-                # Title and section headers are searchable: questions name the subject the body
-                # leaves implicit.
-                pool.add(chunk.framed_text)
-        if progress:
-            progress("", len(files), len(files))
-        warn_about(rules, [f.relative_to(docs_dir).as_posix() for f in files])
-        parts = _Parts(chunks, tokens, fresh, total_bytes, reused, pool)
-        documents = len(files) - len(skipped)
-        index, report = _finish(
-            index_dir, fingerprint, parts, documents, links + skipped, started, {"scans": scans}
+    return fingerprint
+
+
+# file -> (content hash, [(chunk, terms)]) of the last build (_previous_build)
+_Previous = dict[str, tuple[str, list[tuple[Chunk, list[str]]]]]
+
+
+@dataclass
+class _OcrTally:
+    """What OCR did in a folder's build: per file (its ScanReport, for the manifest), and in all."""
+
+    engine: str  # OcrEngine.name
+    scans: dict[str, dict[str, object]] = field(default_factory=dict)
+    pages: int = 0
+    skipped_pages: int = 0
+    seconds: float = 0.0
+    notes: list[str] = field(default_factory=list)
+
+    def add(self, rel: str, scan: ScanReport, seconds: float, indexed: bool) -> None:
+        self.scans[rel] = asdict(scan)
+        self.pages += scan.read
+        self.skipped_pages += scan.skipped
+        self.seconds += seconds
+        if indexed and scan.skipped:
+            note = f"{rel}: {scan.skipped} of {scan.scanned} scanned page(s) not read ({scan.reason})"
+            log.warning("indexed without some pages: %s", note)
+            self.notes.append(note)
+
+    def report(self, report: BuildReport) -> BuildReport:
+        return dataclasses.replace(
+            report,
+            ocr_engine=self.engine,
+            ocr_pages=self.pages,
+            ocr_skipped_pages=self.skipped_pages,
+            ocr_seconds=self.seconds,
+            ocr_notes=self.notes,
         )
-    index.scans = scans
-    index.ocr_engine = ocr_name
-    report = dataclasses.replace(
-        report,
-        ocr_engine=ocr_name,
-        ocr_pages=ocr_pages,
-        ocr_skipped_pages=ocr_skipped,
-        ocr_seconds=ocr_seconds,
-        ocr_notes=ocr_notes,
-    )
-    return index, report
+
+
+@dataclass
+class _FolderRead:
+    """A folder build's pass over its files: each reused from the last build when unchanged, else
+    read again (files that cannot be read are `skipped`, with the reason)."""
+
+    docs_dir: Path
+    rules: AccessFile
+    settings: FolderSettings
+    progress: Progress | None
+    hashes: dict[str, str]
+    previous: _Previous
+    old_scans: dict[str, dict[str, object]]
+    ocr: _OcrTally
+    skipped: list[str] = field(default_factory=list)
+
+    def changed(self, rel: str) -> bool:
+        return _changed(rel, self.previous, self.hashes)
+
+    def read_all(self, files: list[Path], parts: _Parts) -> None:
+        for i, path in enumerate(files):
+            self.read_one(path, i, len(files), parts)
+        if self.progress:
+            self.progress("", len(files), len(files))
+
+    def read_one(self, path: Path, i: int, total: int, parts: _Parts) -> None:
+        rel = path.relative_to(self.docs_dir).as_posix()
+        if self.progress:
+            self.progress(path.name, i, total)
+        allowed = self.rules.allowed_for(rel)
+        if not self.changed(rel):
+            if rel in self.old_scans:
+                self.ocr.scans[rel] = self.old_scans[rel]
+            parts.reuse(
+                (chunk if chunk.allowed == allowed else chunk.model_copy(update={"allowed": allowed}), terms)
+                for chunk, terms in self.previous[rel][1]
+            )
+            return
+        doc = self.load(path, rel, i, total)
+        if doc is None:
+            return
+        doc = replace(doc, allowed=allowed)
+        url = document_url(self.settings.base_url, doc.file)
+        parts.add_document(doc, self.settings.max_chars, url, self.settings.max_tokens)
+
+    def load(self, path: Path, rel: str, i: int, total: int) -> Document | None:
+        """The file's document, None when it cannot be read; what OCR did with it is tallied."""
+        read_started = time.perf_counter()
+        scan: ScanReport | None
+        try:
+            doc = load(
+                path,
+                self.docs_dir,
+                OcrContext(self.settings.ocr, _page_progress(self.progress, path.name, i, total)),
+            )
+            scan = doc.scan
+        except DocumentError as exc:
+            log.warning("skipping document: %s", exc)
+            self.skipped.append(str(exc))
+            scan = exc.scan
+            doc = None
+        if scan is not None:
+            self.ocr.add(rel, scan, time.perf_counter() - read_started, doc is not None)
+        return doc
 
 
 @dataclass
@@ -267,6 +331,25 @@ class _Parts:
     reused: int = 0
     # The fresh chunks' terms in the making, in order (a folder's build adds them as it reads).
     pool: TermPool | None = None
+
+    def reuse(self, pairs: Iterable[tuple[Chunk, list[str]]]) -> None:
+        """A file taken from the previous build: its chunks with their terms."""
+        self.reused += 1
+        for chunk, terms in pairs:
+            self.chunks.append(chunk)
+            self.tokens.append(terms)
+
+    def add_document(self, doc: Document, max_chars: int, url: str, max_tokens: int) -> None:
+        """A document read in this build: its chunks, their terms still to compute."""
+        self.bytes += len(doc.text.encode())
+        for chunk in chunk_document(doc, max_chars, url, max_tokens):
+            self.chunks.append(chunk)
+            self.tokens.append([])
+            self.fresh.append(len(self.chunks) - 1)
+            if self.pool is not None:
+                # Title and section headers are searchable: questions name the subject the body
+                # leaves implicit.
+                self.pool.add(chunk.framed_text)
 
 
 def _finish(
@@ -360,21 +443,14 @@ def build_from_documents(
                 progress(rel.rsplit("/", 1)[-1], i, len(keys))
             old = previous.get(rel)
             if old is not None and old[0] == keys[rel]:
-                parts.reused += 1
                 indexed += 1
-                for chunk, terms in old[1]:
-                    parts.chunks.append(chunk)
-                    parts.tokens.append(terms)
+                parts.reuse(old[1])
                 continue
             doc = documents.get(rel)
             if doc is None:
                 continue
             indexed += 1
-            parts.bytes += len(doc.text.encode())
-            for chunk in chunk_document(doc, max_chars, urls.get(rel, ""), max_tokens):
-                parts.chunks.append(chunk)
-                parts.tokens.append([])
-                parts.fresh.append(len(parts.chunks) - 1)
+            parts.add_document(doc, max_chars, urls.get(rel, ""), max_tokens)
         if progress:
             progress("", len(keys), len(keys))
         return _finish(index_dir, fingerprint, parts, indexed, list(skipped), started, extra)

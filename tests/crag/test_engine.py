@@ -9,6 +9,7 @@ import pytest
 
 from crag.config.engine_settings import CragSettings
 from crag.core.models import Branch, Chunk, GradedChunk, Thresholds, Turn, WebResult, WebStatus
+from crag.core.protocols import AnswerRequest, TextSink
 from crag.core.texts import ABSENT, says_absent
 from crag.engine import CragEngine, EngineConfig
 from crag.runtime.factory import build_engine, open_local_index
@@ -208,22 +209,26 @@ async def test_web_snippet_is_quoted_whole_with_the_answer_beside_the_matching_s
     )
     long_snippet = "Unrelated filler sentence about weather. " * 10 + "Observation decks close at midnight."
     answer = await engine.generator.generate(
-        "When was the building with the 86th floor observation deck completed?",
-        "en",
-        [],
-        [
-            WebResult(title="Tower - Wikipedia", url="https://example.org/tower", snippet=snippet),
-            WebResult(title="Decks", url="https://example.org/decks", snippet=long_snippet),
-        ],
+        AnswerRequest(
+            "When was the building with the 86th floor observation deck completed?",
+            "en",
+            [],
+            [
+                WebResult(title="Tower - Wikipedia", url="https://example.org/tower", snippet=snippet),
+                WebResult(title="Decks", url="https://example.org/decks", snippet=long_snippet),
+            ],
+        )
     )
     assert "1931" in answer.text and "86th floor" in answer.text
     assert answer.citations[0].url == "https://example.org/tower"
     # A page text longer than any snippet is still cut into sentences.
     answer = await engine.generator.generate(
-        "When do observation decks close?",
-        "en",
-        [],
-        [WebResult(title="Decks", url="https://example.org/d", snippet=long_snippet)],
+        AnswerRequest(
+            "When do observation decks close?",
+            "en",
+            [],
+            [WebResult(title="Decks", url="https://example.org/d", snippet=long_snippet)],
+        )
     )
     assert answer.text.startswith("Observation decks close at midnight.")
     assert "weather" not in answer.text
@@ -236,47 +241,59 @@ async def test_extract_names_the_subject_a_quoted_sentence_leaves_out(engine: Cr
 
     # Wikipedia-style: the article names its subject in the title only.
     answer = await engine.generator.generate(
-        "ミッテルランド運河が市内を走るドイツの都市は？",
-        "ja",
-        [graded("ハノーファー", "ライネ川沿いに位置し、ミッテルランド運河が市内を走る交通の要所である。", 0)],
-        [],
+        AnswerRequest(
+            "ミッテルランド運河が市内を走るドイツの都市は？",
+            "ja",
+            [
+                graded(
+                    "ハノーファー",
+                    "ライネ川沿いに位置し、ミッテルランド運河が市内を走る交通の要所である。",
+                    0,
+                )
+            ],
+            [],
+        )
     )
     # The fact first, the subject named after it (never a bracketed title ahead of the fact).
     assert answer.text.startswith("ライネ川沿いに位置し")
     assert "交通の要所である。（ハノーファー） [1]" in answer.text
     # A sentence that names the subject itself gets no title, nor does a web page's site name.
     answer = await engine.generator.generate(
-        "豊岡市の年間の平均降雪量は？",
-        "ja",
-        [],
-        [
-            WebResult(
-                title="豊岡市 - Wikipedia",
-                url="https://example.org/toyooka",
-                snippet="豊岡市の年間平均降雪量は312cmである。",
-            ),
-            WebResult(
-                title="気候 | 天気の百科",
-                url="https://example.org/kikou",
-                snippet="年間の平均降雪量が多い都市は日本海側に集中する。",
-            ),
-        ],
+        AnswerRequest(
+            "豊岡市の年間の平均降雪量は？",
+            "ja",
+            [],
+            [
+                WebResult(
+                    title="豊岡市 - Wikipedia",
+                    url="https://example.org/toyooka",
+                    snippet="豊岡市の年間平均降雪量は312cmである。",
+                ),
+                WebResult(
+                    title="気候 | 天気の百科",
+                    url="https://example.org/kikou",
+                    snippet="年間の平均降雪量が多い都市は日本海側に集中する。",
+                ),
+            ],
+        )
     )
     assert answer.text.startswith("豊岡市の年間平均降雪量は312cm")
     assert "年間の平均降雪量が多い都市は日本海側に集中する。（気候）" in answer.text
     assert "Wikipedia" not in answer.text and "天気の百科" not in answer.text
     # English sentences keep their subject (a pronoun at least): no lead-in.
     answer = await engine.generator.generate(
-        "When did the bridge open to visitors?",
-        "en",
-        [],
-        [
-            WebResult(
-                title="Harbour Bridge - Wikipedia",
-                url="https://example.org/bridge",
-                snippet="It opened to visitors in 1932 after eight years of work.",
-            )
-        ],
+        AnswerRequest(
+            "When did the bridge open to visitors?",
+            "en",
+            [],
+            [
+                WebResult(
+                    title="Harbour Bridge - Wikipedia",
+                    url="https://example.org/bridge",
+                    snippet="It opened to visitors in 1932 after eight years of work.",
+                )
+            ],
+        )
     )
     assert answer.text.startswith("It opened to visitors in 1932")
 
@@ -292,10 +309,12 @@ async def test_long_sentence_is_cut_to_the_clauses_around_the_question_terms(eng
     )
     chunk = Chunk(id="firm-0", file="firm.md", title="Firm", headers=["Firm"], text=sentence)
     answer = await composer.generate(
-        "Who did the founders name as the first chief executive?",
-        "en",
-        [GradedChunk(chunk=chunk, score=0.9, kept=True)],
-        [],
+        AnswerRequest(
+            "Who did the founders name as the first chief executive?",
+            "en",
+            [GradedChunk(chunk=chunk, score=0.9, kept=True)],
+            [],
+        )
     )
     assert "Alice Smith the first chief executive" in answer.text
     assert "…" in answer.text and "twelve members" not in answer.text
@@ -330,10 +349,10 @@ class _RecordingGenerator:
         self.knowledge: list[GradedChunk] = []
         self.asked: tuple[str, str | None] = ("", None)
 
-    async def generate(self, question, language, chunks, web, on_text=None, *, latest=None, lacking=False):  # type: ignore[no-untyped-def]
-        self.knowledge = list(chunks)
-        self.asked = (question, latest)
-        return await self.inner.generate(question, language, chunks, web, on_text, latest=latest)  # type: ignore[attr-defined]
+    async def generate(self, ask: AnswerRequest, on_text: TextSink | None = None):  # type: ignore[no-untyped-def]
+        self.knowledge = list(ask.chunks)
+        self.asked = (ask.question, ask.latest)
+        return await self.inner.generate(ask, on_text)  # type: ignore[attr-defined]
 
 
 @pytest.mark.parametrize("drop", [False, True])

