@@ -150,6 +150,11 @@ class SqliteStorage(SqliteFile, Storage):  # type: ignore[misc]  # botbuilder ha
                     raise
 
 
+def quarantined_files(storage: Storage) -> list[str]:
+    """Damaged state files moved aside on this start: SQLite's (the other storages have no file)."""
+    return list(storage.quarantined) if isinstance(storage, SqliteStorage) else []
+
+
 def make_storage(settings: BotSettings) -> Storage:
     kind = settings.state_storage
     if kind == "memory":
