@@ -1,13 +1,16 @@
 """POST /api/messages, the Bot Framework's endpoint: not a work-around itself, but the checks every
-activity passes before botbuilder 4.17's CloudAdapter.process sees it, then that call.
+activity passes before botbuilder 4.17's CloudAdapter.process sees it, because that answers several
+client errors with a 500
+(tests/bot/test_emulator_protocol.py::test_malformed_http_requests_are_client_errors,
+tests/bot/test_http_guards.py::test_authentication_is_enforced_with_an_app_id), then that call.
 
-Most checks answer a client error that botbuilder 4.17 would turn into a 500 (a missing Content-Type
-is a KeyError, a body that is not JSON a JSONDecodeError, a malformed bearer token an exception from
-deep in its token parsing); the others refuse what it would accept and should not (a reply posted
-wherever an unauthenticated caller points, a line break forging a log line, a body trickled in
-forever). The tests that send each one: tests/test_emulator_protocol.py
-(test_malformed_http_requests_are_client_errors), tests/test_http_guards.py, tests/test_bad_input.py,
-tests/test_slow_clients.py, tests/test_local_mode.py and tests/test_auth_keys.py.
+Besides those (a missing Content-Type is a KeyError in the SDK, a body that is not JSON a
+JSONDecodeError, a malformed bearer token an exception from deep in its token parsing), the checks
+refuse what the SDK would accept and should not: a body trickled in forever
+(tests/test_slow_clients.py), JSON nested thousands deep and a conversation id that would forge log
+lines (tests/bot/test_bad_input.py), a reply posted wherever an unauthenticated caller points
+(tests/test_local_mode.py::test_replies_go_only_to_loopback_service_urls). Each check's comment says
+which.
 """
 
 from __future__ import annotations
