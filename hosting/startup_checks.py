@@ -13,7 +13,7 @@ from typing import NoReturn
 
 from crag.runtime.handle import uses_local_index
 from hosting.app_settings import BotSettings
-from hosting.loopback import is_loopback_host
+from hosting.loopback_addresses import is_loopback_host
 from hosting.writable import unwritable
 
 log = logging.getLogger(__name__)

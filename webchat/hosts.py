@@ -1,5 +1,5 @@
 """Local mode (no app id) is a loopback tool: the Host names it answers. (The serviceUrls it replies
-to and the interfaces it listens on: hosting/loopback.py.)
+to and the interfaces it listens on: hosting/loopback_addresses.py.)
 
 A page on any site can make a browser send requests to 127.0.0.1 under a name of its own that resolves
 there (DNS rebinding): the Host header then carries that name. Answering only IP literals, "localhost"

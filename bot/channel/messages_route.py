@@ -32,7 +32,7 @@ from bot.channel.auth import AuthUnavailable
 from hosting.app_settings import BotSettings
 from hosting.capped_json import loads as load_json
 from hosting.logsafe import esc
-from hosting.loopback import is_loopback_url
+from hosting.loopback_addresses import is_loopback_url
 
 log = logging.getLogger(__name__)
 
