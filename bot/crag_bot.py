@@ -104,6 +104,19 @@ class CragBot(ActivityHandler):  # type: ignore[misc]  # botbuilder has no type 
         log.info("ignored activity of type %s", esc(turn_context.activity.type))
 
 
+async def on_turn_error(context: TurnContext, error: Exception) -> None:
+    """The adapter's handler of an exception a turn raised: the details go to the log, the user gets a
+    polite sentence, never a stack trace."""
+    activity = context.activity
+    log.error("unhandled error in turn %s of %s", esc(activity.id), esc(activity.channel_id), exc_info=error)
+    # Every message gets an answer: a typing indicator or a stream's progress alone is none.
+    if activity.type == ActivityTypes.message and not context.turn_state.get(REPLIED):
+        try:
+            await context.send_activity(t("error", language_of(context.activity.locale)))
+        except Exception:
+            log.exception("could not send the error message")
+
+
 async def _note_reply(
     context: TurnContext,
     activities: list[Activity],

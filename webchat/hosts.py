@@ -1,9 +1,9 @@
-"""Local mode (no app id) is a loopback tool: the Host names it answers and the serviceUrls it replies to.
+"""Local mode (no app id) is a loopback tool: the Host names it answers. (The serviceUrls it replies
+to and the interfaces it listens on: hosting/loopback_addresses.py.)
 
 A page on any site can make a browser send requests to 127.0.0.1 under a name of its own that resolves
 there (DNS rebinding): the Host header then carries that name. Answering only IP literals, "localhost"
-and configured names keeps such a page from reading the bot's answers (tokens, documents). Replies go
-only to loopback serviceUrls, so an unauthenticated caller cannot make the bot post elsewhere (SSRF).
+and configured names keeps such a page from reading the bot's answers (tokens, documents).
 """
 
 from __future__ import annotations
@@ -31,26 +31,6 @@ def _is_ip(name: str) -> bool:
     except ValueError:
         return False
     return True
-
-
-def is_loopback_host(name: str) -> bool:
-    name = name.strip().strip("[]").rstrip(".").lower()
-    if name == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(name).is_loopback
-    except ValueError:
-        return False
-
-
-def is_loopback_url(url: str) -> bool:
-    """True for an http(s) URL whose host is localhost or a loopback address."""
-    try:
-        parts = urlsplit(url)
-        name = parts.hostname
-    except ValueError:
-        return False
-    return parts.scheme in ("http", "https") and bool(name) and is_loopback_host(name or "")
 
 
 class HostCheck:

@@ -1,16 +1,19 @@
-"""The Bot Framework CloudAdapter, with an SDK defect worked around.
+"""The Bot Framework CloudAdapter: botbuilder 4.17 answers every activity with `deliveryMode:
+expectReplies` with a 500, as tests/bot/test_expect_replies.py shows on the SDK's own path
+(test_botbuilder_417_cannot_write_its_own_expect_replies_body) and on the bot's
+(test_an_expect_replies_activity_gets_its_answer_card_in_the_response).
 
-An activity with `deliveryMode: expectReplies` (a skill's caller, Copilot Studio, a test client) gets
-the bot's replies in the HTTP response instead of posted back to its serviceUrl. botbuilder 4.17
-serializes that ExpectedReplies body to a dict (CloudAdapterBase._process_turn_results), then the
-aiohttp CloudAdapter serializes it again, which fails on a dict: every such request was a 500. The
-body stays the model here, serialized once.
+Such an activity (a skill's caller, Copilot Studio, a test client) gets the bot's replies in the
+HTTP response instead of posted back to its serviceUrl. botbuilder 4.17 serializes that
+ExpectedReplies body to a dict (CloudAdapterBase._process_turn_results), then the aiohttp
+CloudAdapter serializes it again, which fails on a dict. The body stays the model here, serialized
+once.
 
 That one serialization (the aiohttp CloudAdapter's `serializer_helper`, msrest's Serializer walking
 every reply's card) was 9 % of the event loop answering expectReplies requests under
 tools/bench/bench_workers.py. A model body is written with bot/channel/connector_http.py's walk
-instead, which gives
-msrest's JSON (tests/bot/channel/test_connector_http.py); anything else still goes to the SDK's helper.
+instead, which gives msrest's JSON (tests/bot/channel/test_connector_http.py); anything else still
+goes to the SDK's helper.
 """
 
 from __future__ import annotations

@@ -1,9 +1,13 @@
-"""Inbound Bot Framework tokens: signing keys fetched without blocking, a deadline, and clean errors.
+"""Inbound Bot Framework tokens: botframework-connector 4.17 fetches the signing keys with a blocking
+`requests.get` without a timeout, on the event loop, and fails on a token naming a key it does not
+know with an IndexError (a 500): shown on its own key cache by
+tests/bot/test_auth_keys.py::test_botframework_417_key_cache_blocks_the_loop_and_fails_on_unknown_kids;
+on the app by test_slow_key_endpoint_does_not_freeze_the_server and
+test_forged_and_odd_tokens_are_401_with_one_log_line (same file).
 
-botframework-connector 4.17 fetches the OpenID metadata and signing keys with a blocking
-`requests.get` without a timeout from inside the event loop: a slow metadata endpoint froze every
-request, /api/health included. Forged tokens (alg none, HS256, a missing or unknown kid, no issuer,
-a key endorsed for another channel) make it raise IndexError, KeyError or a bare Exception: a 500.
+A slow metadata endpoint froze every request, /api/health included. Forged tokens (alg none, HS256,
+a missing or unknown kid, no issuer, a key endorsed for another channel) make it raise IndexError,
+KeyError or a bare Exception: a 500.
 
 Here the SDK's per-URL metadata objects are replaced by ones that fetch with aiohttp, with a timeout,
 one fetch at a time; `validate()` runs the SDK's validation under a deadline. Keys that cannot be had

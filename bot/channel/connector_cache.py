@@ -1,13 +1,18 @@
-"""Reuse Bot Connector clients across turns, with their outbound token fetched off the event loop.
-
-botbuilder 4.17 builds a new ConnectorClient (msrest pipeline, retry policy, HTTP session) for every
-incoming activity; under load that is a tenth of the bot's CPU. The client for a serviceUrl and
-audience is the same every time, so keep it. (Botbuilder for .NET caches them the same way.)
+"""Bot Connector clients reused across turns, their outbound token fetched off the event loop:
+botbuilder 4.17 asks for the bot's own token on the event loop and builds a new client for every
+activity, as tests/bot/channel/test_outbound_token.py shows on its own path
+(test_botbuilder_417_fetches_the_outbound_token_on_the_event_loop,
+test_botbuilder_417_builds_a_connector_client_for_every_activity) and on ours
+(test_a_stalled_token_fetch_does_not_freeze_the_loop_and_ends_in_503).
 
 Sending a reply needs the bot's own token from Entra ID, which the SDK gets with MSAL's blocking HTTP
 client inside msrest's pipeline, on the event loop: a stalled login endpoint would freeze every
-request, as slow inbound signing keys did (bot/channel/auth.py). So the token is fetched first, in a worker
-thread with a deadline; the pipeline then finds it in MSAL's cache and makes no network call.
+request, as slow inbound signing keys did (bot/channel/auth.py). So the token is fetched first, in a
+worker thread with a deadline; the pipeline then finds it in MSAL's cache and makes no network call.
+
+The client (msrest pipeline, retry policy, HTTP session) for a serviceUrl and audience is the same
+every time, yet the SDK builds one per incoming activity: under load that was a tenth of the bot's
+CPU. So it is kept. (Botbuilder for .NET caches them the same way.)
 """
 
 from __future__ import annotations

@@ -1,4 +1,7 @@
-"""The bot's replies posted straight over aiohttp, with the Bot Connector SDK's body, headers and retries.
+"""The bot's replies posted straight over aiohttp, with the Bot Connector SDK's body, headers and
+retries: botframework-connector 4.17 gives up on a reply Teams throttles (a 429, not retried) and walks each
+reply twice, as tests/bot/channel/test_connector_http.py shows on its own path
+(test_botframework_417_gives_up_on_a_throttled_reply, test_botframework_417_walks_each_reply_twice).
 
 Under load (tools/bench/bench_load.py: 50 conversations) sending a reply through botframework-connector was
 a sixth of the app's event-loop time: msrest serializes the Activity by round-tripping it through its

@@ -1,16 +1,18 @@
 """Conversation state in Azure Blob Storage: botbuilder-azure 4.17's BlobStorage, with three of its
-defects worked around (each found against Azurite, tests/bot/state/test_state_blob.py):
+defects worked around, each shown on the SDK's own BlobStorage by a test of
+tests/bot/state/test_state_blob.py (against Azurite, or a Blob endpoint of the test's own):
 
 - Keys become blob names unescaped (its docstring says they are encoded; the JS and .NET SDKs do
   escape them): a conversation id holding "/../" is normalized away in the URL and the request
   fails to authenticate, and names ending in "." or "/" are ones Azure advises against. Here every
-  key is percent-encoded into one flat blob name.
+  key is percent-encoded into one flat blob name (test_keys_are_escaped_into_distinct_blob_names).
 - `read` swallows every HTTP error that is not a 404: a 403 or a 5xx would read as "no state", the
   turn would start afresh and its save (no e_tag: overwrite) would wipe the conversation's history.
-  Here only a missing blob is "no state"; any other error fails the turn.
+  Here only a missing blob is "no state"; any other error fails the turn
+  (test_a_storage_error_is_not_read_as_no_state).
 - Its BlobServiceClient is a local of its constructor, never closed, and its container client cannot
   close the shared transport ("Unclosed client session" at exit): here the service client is kept
-  and `close` closes it.
+  and `close` closes it (test_botbuilder_azure_417_leaves_its_http_session_open).
 
 Optimistic concurrency is the SDK's: state read carries the blob's ETag as `e_tag`; a write with it
 is conditional (If-Match) and, when the blob changed since, raises azure.core's ResourceExistsError

@@ -1,5 +1,7 @@
-"""Where conversation state (history, dialog stack) lives: SQLite by default, so a restart loses
-nothing; Azure Blob or Cosmos DB (botbuilder-azure) when several instances serve one bot.
+"""Where conversation state (history, dialog stack) lives. botbuilder 4.17 has no Storage that keeps
+it on one machine across a restart (MemoryStorage forgets every conversation; the others need Azure),
+so SQLite is the default here: tests/bot/test_teams.py::test_state_survives_a_restart. Azure Blob or
+Cosmos DB (botbuilder-azure) when several instances serve one bot.
 
 SQLite state untouched for CRAG_STATE_TTL_DAYS is deleted at start and then hourly, so the file
 does not grow with every conversation ever held; a damaged file is quarantined (see SqliteFile)."""
@@ -148,6 +150,11 @@ class SqliteStorage(SqliteFile, Storage):  # type: ignore[misc]  # botbuilder ha
                     with contextlib.suppress(Exception):
                         await self.db.rollback()
                     raise
+
+
+def quarantined_files(storage: Storage) -> list[str]:
+    """Damaged state files moved aside on this start: SQLite's (the other storages have no file)."""
+    return list(storage.quarantined) if isinstance(storage, SqliteStorage) else []
 
 
 def make_storage(settings: BotSettings) -> Storage:

@@ -12,7 +12,9 @@ import time
 from pathlib import Path
 
 import pytest
+from botframework.connector.auth.jwt_token_extractor import _OpenIdMetadata
 
+from tests.bot.loop_ticks import LoopTicks
 from tests.fakes.bot_connector import FakeConnector, make_activity
 from tests.servers.app_harness import APP_ID, Client, ThreadedOpenId, serve_app
 
@@ -89,3 +91,16 @@ async def test_forged_and_odd_tokens_are_401_with_one_log_line(
                 assert len([line for line in lines if "token" in line]) == 1, (reason, lines)
                 assert all("\n" not in line for line in lines), lines
     assert connector.activities == []
+
+
+async def test_botframework_417_key_cache_blocks_the_loop_and_fails_on_unknown_kids() -> None:
+    """The defects bot/channel/auth.py works around, on the SDK's own key cache: its blocking
+    requests.get stops the event loop for as long as the endpoint takes, and a key id it does not
+    know is an IndexError (the request's 500)."""
+    with ThreadedOpenId(delay=1.0) as openid:
+        stock = _OpenIdMetadata(openid.url + "/openid")
+        async with LoopTicks() as loop:
+            assert await stock.get("test-key") is not None
+        assert loop.ticks <= 1, "the loop ran while the SDK fetched the keys"  # a free loop: about 100
+        with pytest.raises(IndexError):
+            await stock.get("no-such-key")

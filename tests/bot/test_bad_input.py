@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 import app as app_module
+from hosting.ui_texts import t
 from tests.fakes.bot_connector import FakeConnector, make_activity
 from tests.servers.app_harness import Client, serve_app
 from tests.servers.webchat_harness import post_message, start, webchat_app
@@ -66,7 +67,7 @@ async def test_shapes_that_crashed_the_turn(
     )
     assert (await _post(client, mention))[0] == 201
     replies = await connector.wait_for_messages(1)
-    assert replies and replies[0].get("text") != app_module.t("error", "en")
+    assert replies and replies[0].get("text") != t("error", "en")
     assert not _errors(caplog)
 
 
@@ -104,7 +105,7 @@ async def test_every_message_turn_ends_with_a_reply(
     activity = make_activity(connector.url, text="How many leave days?", id="act\nINFO forged line")
     assert (await _post(client, activity))[0] == 201
     replies = await connector.wait_for_messages(1)
-    assert [r["text"] for r in replies] == [app_module.t("error", "en")]
+    assert [r["text"] for r in replies] == [t("error", "en")]
     assert [a["type"] for a in connector.activities] == ["typing", "message"]
     # The activity id is logged escaped: no line of the log starts with the forged text.
     turn_errors = [r.getMessage() for r in caplog.records if "unhandled error in turn" in r.getMessage()]

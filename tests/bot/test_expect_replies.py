@@ -6,6 +6,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+from botbuilder.core import TurnContext, serializer_helper
+from botbuilder.core.cloud_adapter_base import CloudAdapterBase
+from botbuilder.integration.aiohttp import CloudAdapter
+from botbuilder.schema import Activity
+
+from bot.channel.adapter import BotAdapter, response_body
 from tests.fakes.bot_connector import card_of, card_text, make_activity
 from tests.servers.app_harness import serve_app
 
@@ -22,3 +29,16 @@ async def test_an_expect_replies_activity_gets_its_answer_card_in_the_response(t
     assert messages and all(a["replyToId"] == activity["id"] for a in messages)
     card = next(card_of(a) for a in messages if card_of(a))
     assert "4,000" in card_text(card)  # sample_docs' remote work policy: ¥4,000 a month
+
+
+def test_botbuilder_417_cannot_write_its_own_expect_replies_body() -> None:
+    """The defect bot/channel/adapter.py works around, on the SDK's own path: CloudAdapterBase's
+    _process_turn_results turns the ExpectedReplies into a dict, and the serializer_helper the
+    aiohttp CloudAdapter writes every response body with fails on a dict (the request's 500)."""
+    context = TurnContext(CloudAdapter(), Activity(type="message", delivery_mode="expectReplies"))
+    context.buffered_reply_activities.append(Activity(type="message", text="hello"))
+    stock = CloudAdapterBase._process_turn_results(CloudAdapter(), context)
+    with pytest.raises(AttributeError):
+        serializer_helper(stock.body)
+    ours = BotAdapter()._process_turn_results(context)
+    assert response_body(ours.body) == {"activities": [{"type": "message", "text": "hello"}]}

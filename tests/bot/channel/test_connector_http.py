@@ -26,6 +26,7 @@ from botframework.connector.aio import ConnectorClient
 from botframework.connector.auth import MicrosoftAppCredentials
 from botframework.connector.models import ErrorResponseException
 from msrest.exceptions import ClientRequestError
+from msrest.serialization import Deserializer
 
 from bot.channel import connector_http
 from bot.channel.connector_http import DirectConversations, NotPlain, activity_json
@@ -221,6 +222,44 @@ async def test_throttling_and_server_errors_are_retried(session: aiohttp.ClientS
         assert len(fake.bodies) == 4 and all(b == fake.bodies[0] for b in fake.bodies)
     finally:
         await fake.stop()
+
+
+@pytest.mark.usefixtures("quick_backoff")
+async def test_botframework_417_gives_up_on_a_throttled_reply(session: aiohttp.ClientSession) -> None:
+    """A defect bot/channel/connector_http.py works around, on the SDK's own reply path: msrest's retry
+    policy does not retry a 429, the answer Teams gives a bot it throttles (with the Retry-After it
+    asks the bot to wait), so the reply is lost."""
+    fake = FlakyConnector([(429, {"Retry-After": "0"})] * 2)
+    await fake.start()
+    try:
+        with pytest.raises(ErrorResponseException) as throttled:
+            await _client(fake.url).conversations.reply_to_activity("c", "a", _replies()[0])
+        assert throttled.value.response.status_code == 429 and len(fake.bodies) == 1
+        direct = DirectConversations(_client(fake.url), lambda: session)
+        response = await direct.reply_to_activity("c", "a", _replies()[0])
+        assert response is not None and response.id == "delivered" and len(fake.bodies) == 3
+    finally:
+        await fake.stop()
+
+
+def test_botframework_417_walks_each_reply_twice(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The cost bot/channel/connector_http.py saves: msrest's Serializer.body, which the SDK's reply
+    path calls, first rebuilds the Activity through msrest's Deserializer (the card walked twice);
+    activity_json walks it once, without msrest."""
+    rebuilt: list[str] = []
+    deserialize = Deserializer._deserialize
+
+    def counted(self: Deserializer, target: Any, data: Any) -> Any:
+        rebuilt.append(str(target))
+        return deserialize(self, target, data)
+
+    monkeypatch.setattr(Deserializer, "_deserialize", counted)
+    activity = _replies()[0]
+    _client("http://127.0.0.1:9")._serialize.body(activity, "Activity")
+    assert "Activity" in rebuilt
+    rebuilt.clear()
+    activity_json(activity)
+    assert rebuilt == []
 
 
 @pytest.mark.usefixtures("quick_backoff")

@@ -4,8 +4,10 @@ SDK defects bot/state/blob_state.py works around, and a conversation carried bet
 
 from __future__ import annotations
 
+import gc
 import uuid
-from collections.abc import AsyncIterator
+import warnings
+from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
@@ -179,12 +181,27 @@ async def test_keys_are_escaped_into_distinct_blob_names(
         await stock.write({"a/../b": {"key": "a/../b"}})
 
 
-async def test_a_storage_error_is_not_read_as_no_state() -> None:
-    """A 403 (say, a rotated key) on reading: the SDK's BlobStorage returns no state, so the turn
-    would start the conversation afresh and overwrite its history; ours fails the turn instead."""
+async def _blob_service(read: Callable[[web.Request], Awaitable[web.Response]]) -> tuple[web.AppRunner, str]:
+    """A Blob endpoint on loopback that creates any container and answers every read with `read`;
+    its connection string."""
 
     async def created(request: web.Request) -> web.Response:
         return web.Response(status=201)
+
+    app = web.Application()
+    app.router.add_put("/{account}/{container}", created)
+    app.router.add_get("/{account}/{container}/{blob:.+}", read)
+    runner, url = await serve_on_loopback(app)
+    connection = (
+        f"DefaultEndpointsProtocol=http;AccountName={ACCOUNT};AccountKey={ACCOUNT_KEY};"
+        f"BlobEndpoint={url}/{ACCOUNT};"
+    )
+    return runner, connection
+
+
+async def test_a_storage_error_is_not_read_as_no_state() -> None:
+    """A 403 (say, a rotated key) on reading: the SDK's BlobStorage returns no state, so the turn
+    would start the conversation afresh and overwrite its history; ours fails the turn instead."""
 
     async def forbidden(request: web.Request) -> web.Response:
         body = '<?xml version="1.0" encoding="utf-8"?><Error><Code>AuthorizationFailure</Code></Error>'
@@ -195,14 +212,7 @@ async def test_a_storage_error_is_not_read_as_no_state() -> None:
             headers={"x-ms-error-code": "AuthorizationFailure"},
         )
 
-    app = web.Application()
-    app.router.add_put("/{account}/{container}", created)
-    app.router.add_get("/{account}/{container}/{blob:.+}", forbidden)
-    runner, url = await serve_on_loopback(app)
-    connection = (
-        f"DefaultEndpointsProtocol=http;AccountName={ACCOUNT};AccountKey={ACCOUNT_KEY};"
-        f"BlobEndpoint={url}/{ACCOUNT};"
-    )
+    runner, connection = await _blob_service(forbidden)
     settings = BlobStorageSettings("state", connection_string=connection)
     stock, ours = BlobStorage(settings), BlobStateStorage(StorageAccount(connection), "state")
     try:
@@ -212,6 +222,32 @@ async def test_a_storage_error_is_not_read_as_no_state() -> None:
         assert error.value.status_code == 403
     finally:
         await ours.close()
+        await runner.cleanup()
+
+
+async def test_botbuilder_azure_417_leaves_its_http_session_open() -> None:
+    """The SDK's BlobStorage keeps no service client and has no close: its HTTP session is left for
+    the garbage collector ("Unclosed client session"). Ours closes it."""
+
+    async def missing(request: web.Request) -> web.Response:
+        return web.Response(status=404, headers={"x-ms-error-code": "BlobNotFound"})
+
+    runner, connection = await _blob_service(missing)
+    try:
+        stock = BlobStorage(BlobStorageSettings("state", connection_string=connection))
+        assert await stock.read(["conv/1"]) == {} and not hasattr(stock, "close")
+        with pytest.warns(ResourceWarning, match="Unclosed client session"):
+            del stock
+            gc.collect()
+        ours = BlobStateStorage(StorageAccount(connection), "state")
+        assert await ours.read(["conv/1"]) == {}
+        await ours.close()
+        with warnings.catch_warnings(record=True) as left:
+            warnings.simplefilter("always")
+            del ours
+            gc.collect()
+        assert not [w for w in left if issubclass(w.category, ResourceWarning)]
+    finally:
         await runner.cleanup()
 
 
