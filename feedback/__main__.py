@@ -1,4 +1,5 @@
 """python -m feedback [--store sqlite|postgres] [--db FILE] export [--format csv|jsonl] [--out FILE]
+[--unattributed]
 python -m feedback [--store sqlite|postgres] [--db FILE] stats [--json]
 python -m feedback --store postgres migrate [--grant ROLE [--object-id OID]]
 python -m feedback [--store sqlite|postgres] [--db FILE] to-eval [--down] [--refused] --out DIR
@@ -12,8 +13,10 @@ reads them, from the environment and .env, so the CLI finds the store the bot wr
 brings the schema up to date (the bot also does it at start, unless CRAG_POSTGRES_MIGRATE=false); with
 --grant it also makes the bot's own role, limited to the feedback tables (feedback/postgres_roles.py),
 as Azure's migration job does with the bot identity's object id. `to-eval` turns rated-down and refused
-answers into an evaluation set for `python -m crag.cli.eval` (feedback/to_eval.py). Installed as
-a package: `crag-feedback`.
+answers into an evaluation set for `python -m crag.cli.eval` (feedback/to_eval.py). Ratings that named
+no answer the store knows (feedback/protocol.py, `record_unattributed`) are counted by `stats` on a line
+of their own and exported with `export --unattributed`: acknowledged to the user, they are never left
+out of what an operator reads. Installed as a package: `crag-feedback`.
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ import json
 import sqlite3
 import sys
 from collections import Counter
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Literal, TextIO
 
@@ -33,6 +37,7 @@ from pydantic import Field, SecretStr, ValidationError
 from crag.config.engine_settings import REPO_ROOT
 from crag.config.env import EnvSettings
 from crag.config.paths import SAMPLE_DOCS
+from feedback.protocol import UNATTRIBUTED_FIELDS
 from hosting import redact
 
 
@@ -72,21 +77,24 @@ COLUMNS = [
     "user_id",
     "channel_id",
 ]
+UNATTRIBUTED_COLUMNS = ["id", *UNATTRIBUTED_FIELDS]
+# What stats calls the ratings that named no known answer, beside the branches of those that did.
+UNATTRIBUTED = "unattributed"
 
 
 def default_db() -> Path:
     return settings().db
 
 
-def read_sqlite_rows(db: Path) -> list[dict[str, Any]]:
+def read_sqlite_rows(
+    db: Path, table: str = "answer_feedback", columns: list[str] = COLUMNS
+) -> list[dict[str, Any]]:
     if not db.is_file():
         raise FileNotFoundError(f"feedback database not found: {db}")
     conn = sqlite3.connect(f"file:{db}?mode=ro", uri=True)
     try:
         conn.row_factory = sqlite3.Row
-        return [
-            dict(r) for r in conn.execute(f"SELECT {', '.join(COLUMNS)} FROM answer_feedback ORDER BY id")
-        ]
+        return [dict(r) for r in conn.execute(f"SELECT {', '.join(columns)} FROM {table} ORDER BY id")]
     finally:
         conn.close()
 
@@ -97,6 +105,21 @@ def read_rows(store: str, db: Path) -> list[dict[str, Any]]:
 
         return asyncio.run(read_postgres_rows(postgres_url(), COLUMNS, entra()))
     return read_sqlite_rows(db)
+
+
+def read_unattributed(store: str, db: Path) -> list[dict[str, Any]]:
+    """The ratings kept apart because they named no known answer, oldest first; none in a database
+    made before the bot kept them (its table is added when the bot next opens the store)."""
+    if store == "postgres":
+        from feedback.postgres_store import read_unattributed as read_postgres_unattributed
+
+        return asyncio.run(read_postgres_unattributed(postgres_url(), UNATTRIBUTED_COLUMNS, entra()))
+    try:
+        return read_sqlite_rows(db, "unattributed_feedback", UNATTRIBUTED_COLUMNS)
+    except sqlite3.OperationalError as exc:
+        if "no such table" in str(exc):
+            return []
+        raise
 
 
 def postgres_url() -> str:
@@ -144,25 +167,32 @@ def csv_cell(value: Any) -> Any:
     return value
 
 
-def export(rows: list[dict[str, Any]], fmt: str, out: TextIO) -> None:
+def export(rows: list[dict[str, Any]], fmt: str, out: TextIO, columns: list[str] = COLUMNS) -> None:
     if fmt == "jsonl":
         for row in rows:
-            out.write(
-                json.dumps({**row, "cited_files": json.loads(row["cited_files"] or "[]")}, ensure_ascii=False)
-            )
+            if "cited_files" in row:
+                row = {**row, "cited_files": json.loads(row["cited_files"] or "[]")}
+            out.write(json.dumps(row, ensure_ascii=False))
             out.write("\n")
         return
-    writer = csv.DictWriter(out, fieldnames=COLUMNS)
+    writer = csv.DictWriter(out, fieldnames=columns)
     writer.writeheader()
     writer.writerows({key: csv_cell(value) for key, value in row.items()} for row in rows)
 
 
-def stats(rows: list[dict[str, Any]]) -> dict[str, dict[str, dict[str, int]]]:
+def stats(
+    rows: list[dict[str, Any]], unattributed: Sequence[dict[str, Any]] = ()
+) -> dict[str, dict[str, dict[str, int]]]:
+    """Likes and dislikes by branch and by day; the ratings that named no known answer are counted
+    by their day and, having no branch, on a line of their own (UNATTRIBUTED)."""
     by_branch: dict[str, Counter[str]] = {}
     by_day: dict[str, Counter[str]] = {}
     for row in rows:
         by_branch.setdefault(row["branch"], Counter())[row["reaction"]] += 1
         by_day.setdefault(row["updated_at"][:10], Counter())[row["reaction"]] += 1
+    for row in unattributed:
+        by_branch.setdefault(UNATTRIBUTED, Counter())[row["reaction"]] += 1
+        by_day.setdefault(row["created_at"][:10], Counter())[row["reaction"]] += 1
     as_dict = {
         "by_branch": {k: {"up": v["up"], "down": v["down"]} for k, v in sorted(by_branch.items())},
         "by_day": {k: {"up": v["up"], "down": v["down"]} for k, v in sorted(by_day.items())},
@@ -178,6 +208,8 @@ def print_stats(summary: dict[str, dict[str, dict[str, int]]], out: TextIO) -> N
             share = counts["up"] / total if total else 0.0
             out.write(f"{name:<12} {counts['up']:>6} {counts['down']:>6} {share:>9.0%}\n")
         out.write("\n")
+    if UNATTRIBUTED in summary["by_branch"]:
+        out.write(f"{UNATTRIBUTED}: ratings that named no answer the store knows (export --unattributed)\n")
 
 
 def _safe(exc: BaseException) -> str:
@@ -222,14 +254,20 @@ def main(argv: list[str] | None = None, prog: str = "python -m feedback") -> int
         if args.command in ("migrate", "to-eval"):
             print(_change(args), file=sys.stderr)
             return 0
-        rows = read_rows(args.store, args.db or default_db())
+        db = args.db or default_db()
+        apart = args.command == "stats" or args.unattributed
+        rows = [] if args.command == "export" and args.unattributed else read_rows(args.store, db)
+        unattributed = read_unattributed(args.store, db) if apart else []
     except Exception as exc:  # unreachable server, missing file, no schema, bad setting
         print(f"error: {_safe(exc)}", file=sys.stderr)
         return 2
     if args.command == "export":
-        _export_to(rows, args.format, args.out)
+        if args.unattributed:
+            _export_to(unattributed, args.format, args.out, UNATTRIBUTED_COLUMNS, "unattributed ratings")
+        else:
+            _export_to(rows, args.format, args.out)
         return 0
-    summary = stats(rows)
+    summary = stats(rows, unattributed)
     if args.json:
         print(json.dumps(summary, ensure_ascii=False, indent=1))
     else:
@@ -251,6 +289,11 @@ def _parser(prog: str, store: str) -> argparse.ArgumentParser:
     exp = commands.add_parser("export", help="every rating, as CSV or JSON lines")
     exp.add_argument("--format", choices=("csv", "jsonl"), default="csv")
     exp.add_argument("--out", type=Path, default=None, help="file to write (default: standard output)")
+    exp.add_argument(
+        "--unattributed",
+        action="store_true",
+        help="the ratings that named no answer the store knows, instead (they have no question or answer)",
+    )
     st = commands.add_parser("stats", help="likes and dislikes by branch and by day")
     st.add_argument("--json", action="store_true", help="machine-readable output")
     mig = commands.add_parser("migrate", help="bring the database's schema up to date")
@@ -294,14 +337,20 @@ def _change(args: argparse.Namespace) -> str:
     )
 
 
-def _export_to(rows: list[dict[str, Any]], fmt: str, out: Path | None) -> None:
+def _export_to(
+    rows: list[dict[str, Any]],
+    fmt: str,
+    out: Path | None,
+    columns: list[str] = COLUMNS,
+    what: str = "ratings",
+) -> None:
     """The ratings to the file `out`, or to standard output."""
     if out:
         with out.open("w", encoding="utf-8", newline="") as f:
-            export(rows, fmt, f)
-        print(f"exported {len(rows)} ratings to {out}", file=sys.stderr)
+            export(rows, fmt, f, columns)
+        print(f"exported {len(rows)} {what} to {out}", file=sys.stderr)
     else:
-        export(rows, fmt, sys.stdout)
+        export(rows, fmt, sys.stdout, columns)
 
 
 if __name__ == "__main__":

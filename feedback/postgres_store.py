@@ -432,6 +432,16 @@ async def read_rows(dsn: str, columns: list[str], entra: bool = False) -> list[d
     return await fetch_rows(dsn, query, entra=entra)
 
 
+async def read_unattributed(dsn: str, columns: list[str], entra: bool = False) -> list[dict[str, Any]]:
+    """The ratings kept apart, oldest first; none in a database migrated before they were kept
+    (migration 5 made their table)."""
+    query = f"SELECT {', '.join(columns)} FROM unattributed_feedback ORDER BY id"
+    try:
+        return await fetch_rows(dsn, query, entra=entra)
+    except asyncpg.UndefinedTableError:
+        return []
+
+
 async def fetch_rows(dsn: str, query: str, *args: object, entra: bool = False) -> list[dict[str, Any]]:
     """The rows of a read-only query over the feedback tables (schema_version 0: none to read)."""
     conn = await connect(dsn, entra=entra)

@@ -4,6 +4,8 @@ a process killed mid-write keeps every rating it acknowledged."""
 from __future__ import annotations
 
 import asyncio
+import csv
+import io
 import json
 import os
 import signal
@@ -15,6 +17,7 @@ import time
 from pathlib import Path
 
 from crag.core.models import Branch, CragResult
+from feedback.__main__ import COLUMNS, UNATTRIBUTED_COLUMNS
 from feedback.sqlite_store import FeedbackOutcome, FeedbackStore
 from tests.paths import ROOT
 
@@ -201,6 +204,56 @@ def test_export_and_stats_cli(tmp_path: Path) -> None:
         text=True,
     )
     assert missing.returncode == 2 and "not found" in missing.stderr
+
+
+def test_ratings_that_named_no_answer_are_counted_and_exported_apart(tmp_path: Path) -> None:
+    """Acknowledged to the user, an unattributed rating is in what the operator reads: stats counts it
+    on a line of its own and by day, export --unattributed lists it; export alone stays the rated
+    answers. A file made before the bot kept such ratings has none, and no error."""
+
+    async def fill() -> None:
+        store = FeedbackStore(tmp_path / "fb.sqlite3")
+        await store.open()
+        r = CragResult(question="質問", language="ja", branch=Branch.CORRECT, answer="回答")
+        await store.record_answer(r, "c", "u1", "msteams")
+        await store.record_feedback(r.id, "up", "c", "u1", "msteams")
+        await store.record_unattributed(
+            "down", "c", "u2", "msteams", "teams", comment="=bad", named_id="gone-7"
+        )
+        await store.close()
+
+    asyncio.run(fill())
+    db = tmp_path / "fb.sqlite3"
+
+    def run(*args: str, path: Path = db) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "feedback", "--db", str(path), *args],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+
+    summary = json.loads(run("stats", "--json").stdout)
+    assert summary["by_branch"] == {"correct": {"up": 1, "down": 0}, "unattributed": {"up": 0, "down": 1}}
+    assert sum(v["up"] + v["down"] for v in summary["by_day"].values()) == 2
+    assert "unattributed" in run("stats").stdout
+    assert [row["reaction"] for row in csv.DictReader(io.StringIO(run("export").stdout))] == ["up"]
+    apart = list(csv.DictReader(io.StringIO(run("export", "--unattributed").stdout)))
+    assert [(row["reaction"], row["named_id"], row["source"]) for row in apart] == [
+        ("down", "gone-7", "teams")
+    ]
+    assert apart[0]["comment"] == "'=bad"  # a formula defused, as in every CSV export
+    out = tmp_path / "apart.jsonl"
+    written = run("export", "--unattributed", "--format", "jsonl", "--out", str(out))
+    assert "exported 1 unattributed ratings" in written.stderr
+    assert json.loads(out.read_text("utf-8"))["named_id"] == "gone-7"
+    # An older file: the table is not there yet.
+    old = tmp_path / "old.sqlite3"
+    with sqlite3.connect(old) as conn:
+        conn.execute(f"CREATE TABLE answer_feedback ({', '.join(COLUMNS)})")
+    assert json.loads(run("stats", "--json", path=old).stdout)["by_branch"] == {}
+    assert run("export", "--unattributed", path=old).stdout.strip() == ",".join(UNATTRIBUTED_COLUMNS)
 
 
 def test_csv_export_escapes_formulas(tmp_path: Path) -> None:

@@ -399,6 +399,7 @@ async def test_the_feedback_cli_migrates_exports_and_counts_postgres(
             r = CragResult(question=f"=質問{i}", language="ja", branch=branch, answer="回答, with a comma")
             await store.record_answer(r, "c", f"u{i}", "msteams")
             await store.record_feedback(r.id, reaction, "c", f"u{i}", "msteams", comment='said "ok"')  # type: ignore[arg-type]
+        await store.record_unattributed("down", "c", "u9", "msteams", "teams", named_id="gone-7")
     finally:
         await store.close()
     exported = await asyncio.to_thread(feedback_cli, postgres_dsn, "export")
@@ -419,8 +420,18 @@ async def test_the_feedback_cli_migrates_exports_and_counts_postgres(
     assert [x["reaction"] for x in lines] == ["up", "down", "up"] and lines[0]["cited_files"] == []
     stats = await asyncio.to_thread(feedback_cli, postgres_dsn, "stats", "--json")
     summary = json.loads(stats.stdout)
-    assert summary["by_branch"] == {"correct": {"up": 1, "down": 1}, "incorrect": {"up": 1, "down": 0}}
-    assert sum(v["up"] + v["down"] for v in summary["by_day"].values()) == 3
+    assert summary["by_branch"] == {
+        "correct": {"up": 1, "down": 1},
+        "incorrect": {"up": 1, "down": 0},
+        "unattributed": {"up": 0, "down": 1},  # the rating that named no known answer
+    }
+    assert sum(v["up"] + v["down"] for v in summary["by_day"].values()) == 4
+    apart = await asyncio.to_thread(
+        feedback_cli, postgres_dsn, "export", "--unattributed", "--format", "jsonl"
+    )
+    assert [(r["reaction"], r["named_id"]) for r in map(json.loads, apart.stdout.splitlines())] == [
+        ("down", "gone-7")
+    ]
 
 
 def test_the_cli_says_what_failed_without_the_password(postgres_server: PostgresServer) -> None:
