@@ -77,7 +77,8 @@ COLUMNS = [
     "user_id",
     "channel_id",
 ]
-UNATTRIBUTED_COLUMNS = ["id", *UNATTRIBUTED_FIELDS]
+# What export --unattributed writes: every stored field (the admin page reads fewer, records.py).
+UNATTRIBUTED_EXPORT_COLUMNS = ["id", *UNATTRIBUTED_FIELDS]
 # What stats calls the ratings that named no known answer, beside the branches of those that did.
 UNATTRIBUTED = "unattributed"
 
@@ -113,9 +114,9 @@ def read_unattributed(store: str, db: Path) -> list[dict[str, Any]]:
     if store == "postgres":
         from feedback.postgres_store import read_unattributed as read_postgres_unattributed
 
-        return asyncio.run(read_postgres_unattributed(postgres_url(), UNATTRIBUTED_COLUMNS, entra()))
+        return asyncio.run(read_postgres_unattributed(postgres_url(), UNATTRIBUTED_EXPORT_COLUMNS, entra()))
     try:
-        return read_sqlite_rows(db, "unattributed_feedback", UNATTRIBUTED_COLUMNS)
+        return read_sqlite_rows(db, "unattributed_feedback", UNATTRIBUTED_EXPORT_COLUMNS)
     except sqlite3.OperationalError as exc:
         if "no such table" in str(exc):
             return []
@@ -263,7 +264,9 @@ def main(argv: list[str] | None = None, prog: str = "python -m feedback") -> int
         return 2
     if args.command == "export":
         if args.unattributed:
-            _export_to(unattributed, args.format, args.out, UNATTRIBUTED_COLUMNS, "unattributed ratings")
+            _export_to(
+                unattributed, args.format, args.out, UNATTRIBUTED_EXPORT_COLUMNS, "unattributed ratings"
+            )
         else:
             _export_to(rows, args.format, args.out)
         return 0

@@ -426,18 +426,19 @@ async def connect(dsn: str, timeout: float = 10.0, entra: bool = False) -> async
         await password.close()
 
 
-async def read_rows(dsn: str, columns: list[str], entra: bool = False) -> list[dict[str, Any]]:
-    """Every rating, oldest first (schema_version 0, i.e. never migrated: none)."""
-    query = f"SELECT {', '.join(columns)} FROM answer_feedback ORDER BY id"
+async def read_rows(
+    dsn: str, columns: list[str], entra: bool = False, table: str = "answer_feedback"
+) -> list[dict[str, Any]]:
+    """Every row of a feedback table, oldest first (schema_version 0, i.e. never migrated: an error)."""
+    query = f"SELECT {', '.join(columns)} FROM {table} ORDER BY id"
     return await fetch_rows(dsn, query, entra=entra)
 
 
 async def read_unattributed(dsn: str, columns: list[str], entra: bool = False) -> list[dict[str, Any]]:
     """The ratings kept apart, oldest first; none in a database migrated before they were kept
     (migration 5 made their table)."""
-    query = f"SELECT {', '.join(columns)} FROM unattributed_feedback ORDER BY id"
     try:
-        return await fetch_rows(dsn, query, entra=entra)
+        return await read_rows(dsn, columns, entra, "unattributed_feedback")
     except asyncpg.UndefinedTableError:
         return []
 

@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 
 from crag.core.models import Branch, CragResult
-from feedback.__main__ import COLUMNS, UNATTRIBUTED_COLUMNS
+from feedback.__main__ import COLUMNS, UNATTRIBUTED_EXPORT_COLUMNS
 from feedback.sqlite_store import FeedbackOutcome, FeedbackStore
 from tests.paths import ROOT
 
@@ -253,7 +253,7 @@ def test_ratings_that_named_no_answer_are_counted_and_exported_apart(tmp_path: P
     with sqlite3.connect(old) as conn:
         conn.execute(f"CREATE TABLE answer_feedback ({', '.join(COLUMNS)})")
     assert json.loads(run("stats", "--json", path=old).stdout)["by_branch"] == {}
-    assert run("export", "--unattributed", path=old).stdout.strip() == ",".join(UNATTRIBUTED_COLUMNS)
+    assert run("export", "--unattributed", path=old).stdout.strip() == ",".join(UNATTRIBUTED_EXPORT_COLUMNS)
 
 
 def test_csv_export_escapes_formulas(tmp_path: Path) -> None:
